@@ -1,0 +1,29 @@
+import { lifecycleMachines } from '../machines/index.ts';
+import { renderMachineReference } from './renderMachineReference.ts';
+import { renderMermaid } from './renderMermaid.ts';
+
+/** A whole file, or the region between two markers inside a hand-written file. */
+export type GeneratedFile =
+  | { path: string; content: string }
+  | { path: string; marker: string; content: string };
+
+/** Everything `turnloom charts` writes, relative to the project root. */
+export function generatedFiles(): GeneratedFile[] {
+  const entries = Object.entries(lifecycleMachines);
+  return [
+    ...entries.flatMap(([name, { machine }]) => [
+      { path: `docs/charts/${name}.mmd`, content: renderMermaid(machine) },
+      { path: `docs/charts/${name}.json`, content: `${JSON.stringify(machine.config, null, 2)}\n` },
+    ]),
+    {
+      path: 'docs/architecture.md',
+      marker: 'machines',
+      content: entries.map(([name, { machine, events }]) => renderMachineReference(name, machine, events)).join('\n'),
+    },
+    {
+      path: 'README.md',
+      marker: 'turn-chart',
+      content: `\`\`\`mermaid\n${renderMermaid(lifecycleMachines.turn.machine)}\`\`\`\n`,
+    },
+  ];
+}

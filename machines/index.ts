@@ -1,0 +1,10 @@
+export { sessionMachine, sessionEventDescriptions } from './sessionMachine.ts';
+export type { SessionEvent, SessionContext } from './sessionMachine.ts';
+export { turnMachine, turnEventDescriptions } from './turnMachine.ts';
+export type { TurnEvent, TurnContext } from './turnMachine.ts';
+export { partMachine, partEventDescriptions } from './partMachine.ts';
+export type { PartEvent, PartContext, PartKind } from './partMachine.ts';
+export { approvalMachine, approvalEventDescriptions } from './approvalMachine.ts';
+export type { ApprovalEvent, ApprovalContext } from './approvalMachine.ts';
+export { lifecycleMachines } from './lifecycleMachines.ts';
+export type { LifecycleMachineName, LifecycleMachine } from './lifecycleMachines.ts';

@@ -1,0 +1,140 @@
+import { assign, setup } from 'xstate';
+
+/**
+ * One user input and the agent's whole answer to it: a loop of steps (one
+ * model call each, then the tools it asked for). The machine keeps steps
+ * paired: a turn settles only between steps, so every `step.started` has its
+ * `step.finished` before the turn closes, on every path including interrupts.
+ */
+export type TurnEvent =
+  | { type: 'turn.started' }
+  | { type: 'step.started'; step: number }
+  | { type: 'part.started'; partId: string }
+  | { type: 'tools.started'; toolCallIds: readonly string[] }
+  | { type: 'approval.requested'; approvalId: string }
+  | { type: 'approval.granted'; approvalId: string }
+  | { type: 'approval.denied'; approvalId: string }
+  | { type: 'approval.expired'; approvalId: string }
+  | { type: 'step.finished'; step: number }
+  | { type: 'turn.completed' }
+  | { type: 'turn.failed'; error: string }
+  | { type: 'turn.interruptRequested'; reason: string }
+  | { type: 'turn.interrupted'; cause: 'provider' | 'deadline' | 'repair' };
+
+export interface TurnContext {
+  turnId: string;
+  step: number;
+}
+
+export const turnEventDescriptions: Record<TurnEvent['type'], string> = {
+  'turn.started': 'A worker picked the turn up; until then it is only an accepted intent.',
+  'step.started': 'One model call begins; opens a step that must be finished before the turn can settle.',
+  'part.started': 'The model produced its first (or next) piece of output in this step.',
+  'tools.started': 'The model asked for tools and its output ended; the harness now runs them in order.',
+  'approval.requested': 'A tool needs a person to allow it; the turn waits on a durable fact, not a callback.',
+  'approval.granted': 'The pending approval was allowed; tools continue.',
+  'approval.denied': 'The pending approval was refused; the tool gets an error result and tools continue.',
+  'approval.expired': 'Nobody answered the approval before its deadline; treated like a refusal.',
+  'step.finished': 'The model call and its tools are done (or abandoned); closes the step.',
+  'turn.completed': 'The model stopped asking for tools; the answer is complete.',
+  'turn.failed': 'The turn cannot go on (provider error, retries exhausted, session lost).',
+  'turn.interruptRequested': 'A client asked to stop; the intent is recorded before anything is cancelled.',
+  'turn.interrupted': 'The stop is confirmed by the provider, by the deadline, or by crash repair.',
+};
+
+export const turnMachine = setup({
+  types: {
+    context: {} as TurnContext,
+    events: {} as TurnEvent,
+    input: {} as { turnId: string },
+  },
+  actions: {
+    countStep: assign({ step: ({ context }) => context.step + 1 }),
+  },
+}).createMachine({
+  id: 'turn',
+  description: 'From one user input to the complete answer, through a loop of steps.',
+  context: ({ input }) => ({ turnId: input.turnId, step: 0 }),
+  initial: 'requested',
+  states: {
+    requested: {
+      description: 'Accepted and durable, but no worker has started it yet.',
+      on: {
+        'turn.started': 'running',
+        'turn.failed': 'failed',
+        'turn.interruptRequested': 'interrupting.stepClosed',
+      },
+    },
+    running: {
+      description: 'A worker drives the step loop.',
+      initial: 'betweenSteps',
+      states: {
+        betweenSteps: {
+          description: 'No step is open: the next model call may start, or the turn may settle.',
+          on: {
+            'step.started': { target: 'requesting', actions: 'countStep' },
+            'turn.completed': '#turn.completed',
+            'turn.failed': '#turn.failed',
+            'turn.interruptRequested': '#turn.interrupting.stepClosed',
+          },
+        },
+        requesting: {
+          description: 'The model call is sent and no output has arrived yet.',
+          on: {
+            'part.started': 'streaming',
+            'step.finished': 'betweenSteps',
+            'turn.interruptRequested': '#turn.interrupting.stepOpen',
+          },
+        },
+        streaming: {
+          description: 'Output parts are arriving from the model.',
+          on: {
+            'part.started': 'streaming',
+            'tools.started': 'runningTools',
+            'step.finished': 'betweenSteps',
+            'turn.interruptRequested': '#turn.interrupting.stepOpen',
+          },
+        },
+        runningTools: {
+          description: 'The tools the model asked for run one after another.',
+          on: {
+            'approval.requested': 'awaitingApproval',
+            'step.finished': 'betweenSteps',
+            'turn.interruptRequested': '#turn.interrupting.stepOpen',
+          },
+        },
+        awaitingApproval: {
+          description: 'A tool waits for a person; any authorised client may answer.',
+          on: {
+            'approval.granted': 'runningTools',
+            'approval.denied': 'runningTools',
+            'approval.expired': 'runningTools',
+            'turn.interruptRequested': '#turn.interrupting.stepOpen',
+          },
+        },
+      },
+    },
+    interrupting: {
+      description: 'Stop intent recorded; waiting for the provider or the deadline to confirm it.',
+      initial: 'stepOpen',
+      states: {
+        stepOpen: {
+          description: 'A step was open when the stop arrived; it must be finished first.',
+          on: { 'step.finished': 'stepClosed' },
+        },
+        stepClosed: {
+          description: 'No step is open; the turn may now settle.',
+          on: {
+            'turn.started': 'stepClosed',
+            'turn.interrupted': '#turn.interrupted',
+            'turn.completed': '#turn.completed',
+            'turn.failed': '#turn.failed',
+          },
+        },
+      },
+    },
+    completed: { type: 'final', description: 'The answer is complete.' },
+    failed: { type: 'final', description: 'The turn ended in an error it could not recover from.' },
+    interrupted: { type: 'final', description: 'The turn was stopped before it completed.' },
+  },
+});
