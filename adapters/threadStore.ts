@@ -1,0 +1,63 @@
+import type { DomainEvent, StoredEvent } from '../services/domainEvents.ts';
+import type { ErrorBody } from '../services/errors.ts';
+import type { PersistedActorTree } from '../services/threadActors.ts';
+import type { ThreadSummary, ThreadView, TurnView } from '../services/threadView.ts';
+
+/** The stored answer to a command id: the same id always gets this answer back. */
+export type Receipt =
+  | {
+      commandId: string;
+      fingerprint: string;
+      threadId: string;
+      outcome: 'accepted';
+      fromThreadSeq: number;
+      toThreadSeq: number;
+      diagnostics: number;
+    }
+  | { commandId: string; fingerprint: string; threadId: string; outcome: 'rejected'; error: ErrorBody };
+
+/** The thread row of the read model: the view without its turns, which are rows of their own. */
+export type ThreadHead = Omit<ThreadView, 'turns'>;
+
+export interface ActorSnapshotRecord {
+  /** The per-thread sequence the tree reflects. */
+  threadSeq: number;
+  /** Hash of the machine definitions: a snapshot of other machines is discarded. */
+  machinesVersion: string;
+  actors: PersistedActorTree;
+}
+
+/** Everything one command writes, committed in one transaction or not at all. */
+export interface CommitBatch {
+  threadId: string;
+  commandId: string;
+  at: number;
+  /** The thread's last sequence the batch was decided on; a different stored one aborts the commit. */
+  expectedThreadSeq: number;
+  events: Array<{ threadSeq: number; event: DomainEvent }>;
+  head: ThreadHead;
+  /** Turn rows the command changed. */
+  turns: TurnView[];
+  snapshot: ActorSnapshotRecord | null;
+  receipt: Receipt;
+}
+
+export interface ThreadStore {
+  /** The highest global sequence committed (0 for an empty log). */
+  lastSeq(): number;
+  readReceipt(commandId: string): Receipt | undefined;
+  readView(threadId: string): ThreadView | undefined;
+  readSnapshot(threadId: string): ActorSnapshotRecord | undefined;
+  /** Events of a thread with `threadSeq > after`, oldest first, at most `limit`. */
+  readThreadEvents(threadId: string, after: number, limit: number): StoredEvent[];
+  /** The global log with `seq > after`, oldest first, at most `limit`. */
+  readLog(after: number, limit: number): StoredEvent[];
+  listThreads(): ThreadSummary[];
+  /** Threads that have an open turn: what crash repair looks at. */
+  openTurns(): Array<{ threadId: string; turnId: string }>;
+  /** Writes the batch atomically; resolves with the stored events once durable. */
+  commit(batch: CommitBatch): Promise<StoredEvent[]>;
+  /** Writes only a rejected receipt (nothing else changes). */
+  commitRejection(receipt: Extract<Receipt, { outcome: 'rejected' }>): Promise<void>;
+  close(): Promise<void>;
+}

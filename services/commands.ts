@@ -1,0 +1,67 @@
+import type { DomainEvent, ProviderChoice } from './domainEvents.ts';
+
+/**
+ * What clients may ask of a thread. Each carries a command id that stays the
+ * same across retries: the engine answers a repeated id with the stored
+ * answer and writes nothing new.
+ */
+export type ClientCommand =
+  | { type: 'thread.create'; commandId: string; threadId: string; title: string; workspace: string | null }
+  | { type: 'thread.rename'; commandId: string; threadId: string; title: string }
+  | { type: 'thread.archive'; commandId: string; threadId: string }
+  | { type: 'turn.start'; commandId: string; threadId: string; turnId: string; input: { text: string }; provider: ProviderChoice }
+  | { type: 'turn.interrupt'; commandId: string; threadId: string; turnId: string | null; reason: string }
+  | {
+      type: 'approval.respond';
+      commandId: string;
+      threadId: string;
+      approvalId: string;
+      decision: 'approve' | 'deny';
+      by: string;
+      note: string | null;
+    }
+  | { type: 'session.stop'; commandId: string; threadId: string; reason: string }
+  | { type: 'checkpoint.revert'; commandId: string; threadId: string; checkpointId: string };
+
+/**
+ * What the system itself submits: ingestion of provider output, deadlines,
+ * and crash repair. Never accepted from clients.
+ */
+export type SystemCommand =
+  | {
+      /** Lifecycle events from a worker. Each is checked alone: an illegal one becomes a diagnostic activity. */
+      type: 'turn.record';
+      commandId: string;
+      threadId: string;
+      turnId: string;
+      events: DomainEvent[];
+    }
+  | {
+      /** The interrupt deadline passed: close whatever is open and settle the turn as interrupted. */
+      type: 'turn.settleInterrupt';
+      commandId: string;
+      threadId: string;
+      turnId: string;
+    }
+  | {
+      /** A turn was open when its process died and no worker holds it: settle it honestly. */
+      type: 'turn.repair';
+      commandId: string;
+      threadId: string;
+      turnId: string;
+      reason: string;
+    };
+
+export type Command = ClientCommand | SystemCommand;
+export type CommandType = Command['type'];
+
+/** The answer to an accepted command; a rejected one throws a `TurnloomError`. */
+export interface CommandResult {
+  commandId: string;
+  threadId: string;
+  /** Per-thread sequence range written by this command (empty when `toThreadSeq < fromThreadSeq`). */
+  fromThreadSeq: number;
+  toThreadSeq: number;
+  /** Events the machines refused and that were recorded as diagnostics instead (turn.record). */
+  diagnostics: number;
+}

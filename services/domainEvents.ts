@@ -1,0 +1,125 @@
+import type { PartKind } from '../machines/index.ts';
+
+/** Token counts of one model call (a step), summed per turn and per thread. */
+export interface Usage {
+  input: number;
+  output: number;
+  reasoning: number;
+  cacheRead: number;
+  cacheWrite: number;
+}
+
+export interface ProviderChoice {
+  /** Adapter name: `scripted`, `openai-chat`, `openai-responses`, `anthropic`. */
+  name: string;
+  model: string | null;
+}
+
+export type ToolOutcome = 'notStarted' | 'unknown';
+
+/**
+ * The durable log of a thread. Every fact turnloom knows is one of these; the
+ * read model is a fold of them and the lifecycle actors are restored from them.
+ * Events carrying `turnId` belong to that turn and only appear while it is open.
+ */
+export type DomainEvent =
+  // thread
+  | { type: 'thread.created'; title: string; workspace: string | null }
+  | { type: 'thread.renamed'; title: string }
+  | { type: 'thread.archived' }
+  // session (the provider binding)
+  | { type: 'session.started'; providerSessionId: string | null }
+  | { type: 'session.failed'; reason: string }
+  | { type: 'session.stopRequested'; reason: string }
+  | { type: 'session.stopped' }
+  // turn and its steps
+  | { type: 'turn.requested'; turnId: string; input: { text: string }; provider: ProviderChoice }
+  | { type: 'turn.started'; turnId: string }
+  | { type: 'step.started'; turnId: string; step: number }
+  | { type: 'tools.started'; turnId: string; step: number; toolCallIds: string[] }
+  | {
+      type: 'step.finished';
+      turnId: string;
+      step: number;
+      outcome: 'stop' | 'toolCalls' | 'error' | 'interrupted';
+      finishReason: string | null;
+      usage: Usage | null;
+      error: string | null;
+    }
+  | { type: 'turn.completed'; turnId: string; stopReason: string }
+  | { type: 'turn.failed'; turnId: string; error: string }
+  | { type: 'turn.interruptRequested'; turnId: string; reason: string }
+  | { type: 'turn.interrupted'; turnId: string; cause: 'provider' | 'deadline' | 'repair'; reason: string }
+  // parts
+  | { type: 'part.started'; turnId: string; partId: string; step: number; kind: Exclude<PartKind, 'tool'> }
+  | { type: 'part.started'; turnId: string; partId: string; step: number; kind: 'tool'; toolCallId: string; toolName: string }
+  | { type: 'part.delta'; turnId: string; partId: string; text: string }
+  | { type: 'part.completed'; turnId: string; partId: string; signature: string | null }
+  | { type: 'tool.inputDelta'; turnId: string; partId: string; text: string }
+  | { type: 'tool.inputReady'; turnId: string; partId: string; toolCallId: string; input: unknown }
+  | { type: 'tool.executing'; turnId: string; partId: string; toolCallId: string }
+  | { type: 'tool.result'; turnId: string; partId: string; toolCallId: string; output: string }
+  | { type: 'tool.failed'; turnId: string; partId: string; toolCallId: string; error: string }
+  | { type: 'part.failed'; turnId: string; partId: string; error: string }
+  | {
+      type: 'part.interrupted';
+      turnId: string;
+      partId: string;
+      reason: string;
+      /** Tool parts only: the synthetic result the model will see. */
+      tool: { toolCallId: string; outcome: ToolOutcome; result: string } | null;
+    }
+  // approvals
+  | {
+      type: 'approval.requested';
+      turnId: string;
+      approvalId: string;
+      partId: string;
+      toolCallId: string;
+      toolName: string;
+      input: unknown;
+    }
+  | { type: 'approval.granted'; turnId: string; approvalId: string; partId: string; by: string; note: string | null }
+  | { type: 'approval.denied'; turnId: string; approvalId: string; partId: string; by: string; note: string | null }
+  | { type: 'approval.expired'; turnId: string; approvalId: string; partId: string }
+  | { type: 'approval.cancelled'; turnId: string; approvalId: string; reason: string }
+  | { type: 'approval.consumed'; turnId: string; approvalId: string }
+  | { type: 'approval.undelivered'; turnId: string; approvalId: string; reason: string }
+  // what happened around the lifecycle: retries, rejected provider events, repairs
+  | {
+      type: 'activity.recorded';
+      turnId: string | null;
+      kind: 'diagnostic' | 'retry' | 'error' | 'repair' | 'info';
+      message: string;
+      data: Record<string, unknown>;
+    }
+  // checkpoints (recorded now; git does the work in its own reactor)
+  | { type: 'checkpoint.revertRequested'; checkpointId: string };
+
+export type DomainEventType = DomainEvent['type'];
+export type DomainEventOf<T extends DomainEventType> = Extract<DomainEvent, { type: T }>;
+
+/** A committed event: its place in the global log and in its thread. */
+export interface StoredEvent {
+  /** Global sequence, strictly increasing across all threads. */
+  seq: number;
+  threadId: string;
+  /** Per-thread sequence, 1-based and contiguous: the client's catch-up cursor. */
+  threadSeq: number;
+  commandId: string;
+  /** Commit time, epoch milliseconds. */
+  at: number;
+  event: DomainEvent;
+}
+
+export const zeroUsage = (): Usage => ({ input: 0, output: 0, reasoning: 0, cacheRead: 0, cacheWrite: 0 });
+
+export function addUsage(a: Usage, b: Usage): Usage {
+  return {
+    input: a.input + b.input,
+    output: a.output + b.output,
+    reasoning: a.reasoning + b.reasoning,
+    cacheRead: a.cacheRead + b.cacheRead,
+    cacheWrite: a.cacheWrite + b.cacheWrite,
+  };
+}

@@ -1,0 +1,317 @@
+import { createHash } from 'node:crypto';
+import type { Receipt, ThreadHead, ThreadStore } from '../adapters/threadStore.ts';
+import type { Command, CommandResult } from './commands.ts';
+import { decide } from './decide.ts';
+import type { StoredEvent } from './domainEvents.ts';
+import { TurnloomError } from './errors.ts';
+import { machinesVersion } from './machinesVersion.ts';
+import { emptyThreadView } from './projector.ts';
+import { routeEvent } from './routeEvent.ts';
+import { type InspectListener, ThreadActors } from './threadActors.ts';
+import { ThreadDraft } from './threadDraft.ts';
+import type { ThreadSummary, ThreadView } from './threadView.ts';
+
+export interface EngineOptions {
+  store: ThreadStore;
+  now?: () => number;
+  /** A loaded thread unused this long is passivated (actors stopped, state on disk). */
+  idleMs?: number;
+  /** At most this many threads stay loaded; the least recently used go first. */
+  maxLoadedThreads?: number;
+  /** Persist the actor tree at least every this many events (and at every turn boundary). */
+  snapshotEvery?: number;
+  /** Whether a live worker still holds an open turn found at start. Default: none does (they ran in this process). */
+  hasLiveWorker?: (threadId: string, turnId: string) => boolean | Promise<boolean>;
+  /** Sees every lifecycle actor snapshot as it changes (the live chart view). */
+  inspect?: InspectListener;
+}
+
+export type CommittedListener = (events: readonly StoredEvent[]) => void;
+
+interface LoadedThread {
+  actors: ThreadActors;
+  view: ThreadView;
+  snapshotSeq: number;
+  lastUsed: number;
+}
+
+/** Rejections that are answers about the thread, and so are kept for the command id; others write nothing. */
+const storedRejections = new Set(['illegal_transition', 'conflict']);
+
+function fingerprintOf(command: Command): string {
+  const { commandId: _ignored, ...rest } = command;
+  return createHash('sha256').update(JSON.stringify(rest)).digest('hex');
+}
+
+function answer(receipt: Receipt, fingerprint: string): CommandResult {
+  if (receipt.fingerprint !== fingerprint) {
+    throw new TurnloomError('conflict', `command id ${receipt.commandId} was already used for a different command`, { commandId: receipt.commandId });
+  }
+  if (receipt.outcome === 'rejected') throw TurnloomError.fromJSON(receipt.error);
+  const { commandId, threadId, fromThreadSeq, toThreadSeq, diagnostics } = receipt;
+  return { commandId, threadId, fromThreadSeq, toThreadSeq, diagnostics };
+}
+
+/**
+ * The single writer of its threads. A command is decided by the thread's
+ * lifecycle actors (on a staged copy), committed with its read model,
+ * receipt and snapshot in one transaction, then delivered to the live actors
+ * and published. Threads are virtual actors: loaded on first use from the
+ * latest snapshot plus the events after it, and passivated when idle.
+ */
+export class Engine {
+  private readonly store: ThreadStore;
+  private readonly now: () => number;
+  private readonly idleMs: number;
+  private readonly maxLoaded: number;
+  private readonly snapshotEvery: number;
+  private readonly inspect: InspectListener | undefined;
+  private readonly loaded = new Map<string, LoadedThread>();
+  private readonly locks = new Map<string, Promise<void>>();
+  /** Commands queued or running per thread: a busy thread is never passivated. */
+  private readonly queued = new Map<string, number>();
+  private readonly inflight = new Map<string, Promise<CommandResult>>();
+  private readonly listeners = new Set<CommittedListener>();
+  private sweeper: NodeJS.Timeout | undefined;
+  private closed = false;
+
+  private constructor(options: EngineOptions) {
+    this.store = options.store;
+    this.now = options.now ?? Date.now;
+    this.idleMs = options.idleMs ?? 60_000;
+    this.maxLoaded = options.maxLoadedThreads ?? 1_000;
+    this.snapshotEvery = options.snapshotEvery ?? 100;
+    this.inspect = options.inspect;
+  }
+
+  /** Opens the engine and settles every started turn left open by a process that died. */
+  static async open(options: EngineOptions): Promise<Engine> {
+    const engine = new Engine(options);
+    await engine.repairOpenTurns(options.hasLiveWorker ?? (() => false));
+    engine.sweeper = setInterval(() => engine.passivateIdle(), Math.max(1_000, engine.idleMs / 2));
+    engine.sweeper.unref();
+    return engine;
+  }
+
+  private async repairOpenTurns(hasLiveWorker: NonNullable<EngineOptions['hasLiveWorker']>): Promise<void> {
+    for (const { threadId, turnId } of this.store.openTurns()) {
+      // A turn no worker has started is only an accepted intent: it waits for one, it is not lost.
+      if (this.store.readView(threadId)?.turns[turnId]?.state === 'requested') continue;
+      if (await hasLiveWorker(threadId, turnId)) continue;
+      await this.submit({
+        type: 'turn.repair',
+        commandId: `repair:${threadId}:${turnId}`,
+        threadId,
+        turnId,
+        reason: 'the process running this turn stopped and no worker holds it',
+      });
+    }
+  }
+
+  /** Committed events, in commit order per thread, after they are durable. */
+  onCommitted(listener: CommittedListener): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  /**
+   * Runs a command once. The same command id always gets the same answer:
+   * the accepted sequence range, or the same rejection, and nothing new is written.
+   */
+  submit(command: Command): Promise<CommandResult> {
+    if (this.closed) return Promise.reject(new TurnloomError('unavailable', 'engine is closed'));
+    const pending = this.inflight.get(command.commandId);
+    if (pending) {
+      const fingerprint = fingerprintOf(command);
+      return pending.then((result) => {
+        const receipt = this.store.readReceipt(command.commandId);
+        return receipt ? answer(receipt, fingerprint) : result;
+      });
+    }
+    const run = this.withThreadLock(command.threadId, () => this.process(command));
+    this.inflight.set(command.commandId, run);
+    const forget = () => this.inflight.delete(command.commandId);
+    run.then(forget, forget);
+    return run;
+  }
+
+  private withThreadLock<T>(threadId: string, task: () => Promise<T>): Promise<T> {
+    const previous = this.locks.get(threadId) ?? Promise.resolve();
+    this.queued.set(threadId, (this.queued.get(threadId) ?? 0) + 1);
+    const run = previous.then(task, task);
+    // Registered before any caller awaits `run`, so the thread is idle again by the time they resume.
+    const settled: Promise<void> = run.then(
+      () => this.release(threadId, settled),
+      () => this.release(threadId, settled),
+    );
+    this.locks.set(threadId, settled);
+    return run;
+  }
+
+  private release(threadId: string, tail: Promise<void>): void {
+    const left = (this.queued.get(threadId) ?? 1) - 1;
+    if (left > 0) {
+      this.queued.set(threadId, left);
+      return;
+    }
+    this.queued.delete(threadId);
+    if (this.locks.get(threadId) === tail) this.locks.delete(threadId);
+  }
+
+  private async process(command: Command): Promise<CommandResult> {
+    const fingerprint = fingerprintOf(command);
+    const receipt = this.store.readReceipt(command.commandId);
+    if (receipt) return answer(receipt, fingerprint);
+
+    const reject = async (error: TurnloomError): Promise<never> => {
+      if (storedRejections.has(error.code)) {
+        await this.store.commitRejection({ commandId: command.commandId, fingerprint, threadId: command.threadId, outcome: 'rejected', error: error.toJSON() });
+      }
+      throw error;
+    };
+
+    const existing = this.load(command.threadId);
+    if (command.type === 'thread.create' && existing) {
+      return reject(new TurnloomError('conflict', `thread ${command.threadId} already exists`, { threadId: command.threadId }));
+    }
+    if (command.type !== 'thread.create' && !existing) {
+      throw new TurnloomError('not_found', `thread ${command.threadId} not found`, { threadId: command.threadId });
+    }
+    const at = this.now();
+    const thread: LoadedThread = existing ?? {
+      actors: ThreadActors.create(command.threadId, this.inspect),
+      view: emptyThreadView(command.threadId, at),
+      snapshotSeq: 0,
+      lastUsed: at,
+    };
+
+    const draft = new ThreadDraft(thread.actors, thread.view, at);
+    let diagnostics: number;
+    try {
+      diagnostics = decide(command, draft);
+    } catch (error) {
+      if (error instanceof TurnloomError) return reject(error);
+      throw error;
+    }
+
+    const view = draft.view;
+    const { turns, ...head } = view;
+    const snapshotDue = draft.touchedTurnBoundary() || view.seq - thread.snapshotSeq >= this.snapshotEvery;
+    const stored = await this.store.commit({
+      threadId: command.threadId,
+      commandId: command.commandId,
+      at,
+      expectedThreadSeq: draft.base.seq,
+      events: draft.events,
+      head: head satisfies ThreadHead,
+      turns: Object.values(turns).filter((turn) => draft.base.turns[turn.id] !== turn),
+      snapshot: snapshotDue ? { threadSeq: view.seq, machinesVersion, actors: thread.actors.persist(draft.stagedActors()) } : null,
+      receipt: {
+        commandId: command.commandId,
+        fingerprint,
+        threadId: command.threadId,
+        outcome: 'accepted',
+        fromThreadSeq: draft.base.seq + 1,
+        toThreadSeq: view.seq,
+        diagnostics,
+      },
+    });
+
+    try {
+      thread.actors.apply(draft.deliveries);
+      thread.view = view;
+      if (snapshotDue) thread.snapshotSeq = view.seq;
+      thread.lastUsed = this.now();
+      this.loaded.set(command.threadId, thread);
+      this.evictOverflow();
+    } catch (error) {
+      // The log is the truth and it is committed; the live tree disagrees, so drop it and reload from disk.
+      console.error(`turnloom: live actors of thread ${command.threadId} diverged from the log; reloading`, error);
+      this.evict(command.threadId);
+    }
+    for (const listener of this.listeners) listener(stored);
+    return { commandId: command.commandId, threadId: command.threadId, fromThreadSeq: draft.base.seq + 1, toThreadSeq: view.seq, diagnostics };
+  }
+
+  /** The thread, loaded if needed: snapshot + events after it; no snapshot of these machines means a full replay. */
+  private load(threadId: string): LoadedThread | undefined {
+    const cached = this.loaded.get(threadId);
+    if (cached) {
+      cached.lastUsed = this.now();
+      return cached;
+    }
+    const view = this.store.readView(threadId);
+    if (!view) return undefined;
+    const record = this.store.readSnapshot(threadId);
+    const usable = record && record.machinesVersion === machinesVersion ? record : undefined;
+    const actors = usable ? ThreadActors.restore(threadId, usable.actors, this.inspect) : ThreadActors.create(threadId, this.inspect);
+    for (let after = usable?.threadSeq ?? 0; ; ) {
+      const events = this.store.readThreadEvents(threadId, after, 1_000);
+      if (events.length === 0) break;
+      for (const { event } of events) actors.apply(routeEvent(event));
+      after = events[events.length - 1]!.threadSeq;
+    }
+    const thread: LoadedThread = { actors, view, snapshotSeq: usable?.threadSeq ?? 0, lastUsed: this.now() };
+    this.loaded.set(threadId, thread);
+    this.evictOverflow();
+    return thread;
+  }
+
+  async getThread(threadId: string): Promise<ThreadView> {
+    const view = this.loaded.get(threadId)?.view ?? this.store.readView(threadId);
+    if (!view) throw new TurnloomError('not_found', `thread ${threadId} not found`, { threadId });
+    return view;
+  }
+
+  readEvents(threadId: string, after: number, limit: number): StoredEvent[] {
+    return this.store.readThreadEvents(threadId, after, limit);
+  }
+
+  listThreads(): ThreadSummary[] {
+    return this.store.listThreads();
+  }
+
+  /** State names of a loaded thread's live actors (undefined when passivated). */
+  liveStates(threadId: string): Record<string, unknown> | undefined {
+    return this.loaded.get(threadId)?.actors.states();
+  }
+
+  get loadedThreadCount(): number {
+    return this.loaded.size;
+  }
+
+  /** Stops a thread's actors; its state stays on disk and it reloads on next use. */
+  passivate(threadId: string): boolean {
+    if (this.queued.has(threadId) || !this.loaded.has(threadId)) return false;
+    this.evict(threadId);
+    return true;
+  }
+
+  private evict(threadId: string): void {
+    this.loaded.get(threadId)?.actors.stop();
+    this.loaded.delete(threadId);
+  }
+
+  private passivateIdle(): void {
+    const cutoff = this.now() - this.idleMs;
+    for (const [threadId, thread] of this.loaded) if (thread.lastUsed < cutoff) this.passivate(threadId);
+  }
+
+  private evictOverflow(): void {
+    if (this.loaded.size <= this.maxLoaded) return;
+    const byAge = [...this.loaded].sort(([, a], [, b]) => a.lastUsed - b.lastUsed);
+    for (const [threadId] of byAge) {
+      if (this.loaded.size <= this.maxLoaded) break;
+      this.passivate(threadId);
+    }
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    clearInterval(this.sweeper);
+    await Promise.allSettled([...this.locks.values()]);
+    for (const threadId of [...this.loaded.keys()]) this.evict(threadId);
+    await this.store.close();
+  }
+}

@@ -1,0 +1,26 @@
+import { type AnyStateMachine, type StateValue, initialTransition, transition } from 'xstate';
+import { stateName } from './strictSend.ts';
+
+function parseStateName(name: string): StateValue {
+  const [head, ...rest] = name.split('.');
+  return rest.length === 0 ? head! : { [head!]: parseStateName(rest.join('.')) };
+}
+
+export interface LifecycleState<C extends object> {
+  state: string;
+  context: C;
+}
+
+/**
+ * The machine's own answer to "what follows?", for folds that keep only a
+ * state name and a context: the read model never re-implements a chart.
+ */
+export function advanceLifecycle<C extends object>(machine: AnyStateMachine, current: LifecycleState<C>, event: { type: string }): LifecycleState<C> {
+  const snapshot = machine.resolveState({ value: parseStateName(current.state), context: current.context });
+  const [next] = transition(machine, snapshot, event);
+  return { state: stateName(next.value), context: next.context as C };
+}
+
+export function initialStateName(machine: AnyStateMachine, input: object): string {
+  return stateName(initialTransition(machine, input)[0].value);
+}

@@ -1,0 +1,306 @@
+import { approvalMachine, partMachine, sessionMachine, turnMachine } from '../machines/index.ts';
+import { type DomainEvent, addUsage, zeroUsage } from './domainEvents.ts';
+import { advanceLifecycle, initialStateName } from './lifecycleState.ts';
+import { advanceCursor, emptyCursor } from './logInvariants.ts';
+import { type Delivery, routeEvent } from './routeEvent.ts';
+import type { ApprovalView, PartView, ThreadView, TurnView } from './threadView.ts';
+
+/** What the projector needs of a committed event. */
+export interface ProjectedEvent {
+  threadSeq: number;
+  at: number;
+  event: DomainEvent;
+}
+
+export function emptyThreadView(threadId: string, at: number): ThreadView {
+  return {
+    id: threadId,
+    title: '',
+    workspace: null,
+    archived: false,
+    createdAt: at,
+    updatedAt: at,
+    seq: 0,
+    session: { state: initialStateName(sessionMachine, { threadId }), providerSessionId: null, failure: null },
+    turnIds: [],
+    turns: {},
+    openTurnId: null,
+    activities: [],
+    checkpointReverts: [],
+    usage: zeroUsage(),
+    cursor: emptyCursor(),
+  };
+}
+
+function newTurn(event: Extract<DomainEvent, { type: 'turn.requested' }>, at: number): TurnView {
+  return {
+    id: event.turnId,
+    state: initialStateName(turnMachine, { turnId: event.turnId }),
+    provider: event.provider,
+    messages: [
+      {
+        id: `${event.turnId}:user`,
+        role: 'user',
+        parts: [
+          { id: `${event.turnId}:input`, kind: 'text', state: 'completed', step: 0, text: event.input.text, signature: null, tool: null, error: null },
+        ],
+      },
+      { id: `${event.turnId}:assistant`, role: 'assistant', parts: [] },
+    ],
+    approvals: [],
+    steps: [],
+    activities: [],
+    usage: zeroUsage(),
+    stopReason: null,
+    error: null,
+    interrupt: null,
+    requestedAt: at,
+    startedAt: null,
+    endedAt: null,
+  };
+}
+
+function newPart(event: Extract<DomainEvent, { type: 'part.started' }>): PartView {
+  return {
+    id: event.partId,
+    kind: event.kind,
+    state: initialStateName(partMachine, { partId: event.partId, kind: event.kind }),
+    step: event.step,
+    text: '',
+    signature: null,
+    tool: event.kind === 'tool' ? { callId: event.toolCallId, name: event.toolName, inputText: '', input: null, output: null, outcome: null } : null,
+    error: null,
+  };
+}
+
+/** Replaces one turn row in `view.turns`, which the fold owns (see `projectInto`): no copy of the other turns. */
+function mapTurn(view: ThreadView, turnId: string, update: (turn: TurnView) => TurnView): ThreadView {
+  const turn = view.turns[turnId];
+  if (!turn) throw new Error(`projector: unknown turn ${turnId}`);
+  view.turns[turnId] = update(turn);
+  return view;
+}
+
+function mapPart(turn: TurnView, partId: string, update: (part: PartView) => PartView): TurnView {
+  const [user, assistant] = turn.messages;
+  const index = assistant.parts.findIndex((part) => part.id === partId);
+  if (index < 0) throw new Error(`projector: unknown part ${partId}`);
+  const parts = assistant.parts.slice();
+  parts[index] = update(parts[index]!);
+  return { ...turn, messages: [user, { ...assistant, parts }] };
+}
+
+function mapApproval(turn: TurnView, approvalId: string, update: (approval: ApprovalView) => ApprovalView): TurnView {
+  return { ...turn, approvals: turn.approvals.map((approval) => (approval.id === approvalId ? update(approval) : approval)) };
+}
+
+function findTurnOfPart(view: ThreadView, partId: string): string {
+  for (const turnId of view.turnIds.slice().reverse()) {
+    if (view.turns[turnId]!.messages[1].parts.some((part) => part.id === partId)) return turnId;
+  }
+  throw new Error(`projector: unknown part ${partId}`);
+}
+
+function findTurnOfApproval(view: ThreadView, approvalId: string): string {
+  for (const turnId of view.turnIds.slice().reverse()) {
+    if (view.turns[turnId]!.approvals.some((approval) => approval.id === approvalId)) return turnId;
+  }
+  throw new Error(`projector: unknown approval ${approvalId}`);
+}
+
+/** Moves the state names of every entity the event concerns, using the machines themselves. */
+function advanceStates(view: ThreadView, deliveries: Delivery[]): ThreadView {
+  let next = view;
+  for (const delivery of deliveries) {
+    if (delivery.event === null) continue;
+    const event = delivery.event;
+    switch (delivery.machine) {
+      case 'session': {
+        const { state, context } = advanceLifecycle(
+          sessionMachine,
+          { state: next.session.state, context: { threadId: next.id, providerSessionId: next.session.providerSessionId, failure: next.session.failure } },
+          event,
+        );
+        next = { ...next, session: { state, providerSessionId: context.providerSessionId, failure: context.failure } };
+        break;
+      }
+      case 'turn':
+        next = mapTurn(next, delivery.id, (turn) => ({
+          ...turn,
+          state: advanceLifecycle(turnMachine, { state: turn.state, context: { turnId: turn.id, step: turn.steps.length } }, event).state,
+        }));
+        break;
+      case 'part':
+        next = mapTurn(next, findTurnOfPart(next, delivery.id), (turn) =>
+          mapPart(turn, delivery.id, (part) => ({
+            ...part,
+            state: advanceLifecycle(partMachine, { state: part.state, context: { partId: part.id, kind: part.kind } }, event).state,
+          })),
+        );
+        break;
+      case 'approval':
+        next = mapTurn(next, findTurnOfApproval(next, delivery.id), (turn) =>
+          mapApproval(turn, delivery.id, (approval) => ({
+            ...approval,
+            state: advanceLifecycle(approvalMachine, { state: approval.state, context: { approvalId: approval.id } }, event).state,
+          })),
+        );
+        break;
+    }
+  }
+  return next;
+}
+
+/** Content of the event (texts, inputs, outputs, usage), before lifecycle states move. */
+function applyContent(view: ThreadView, event: DomainEvent, at: number, seq: number): ThreadView {
+  switch (event.type) {
+    case 'thread.created':
+      return { ...view, title: event.title, workspace: event.workspace, createdAt: at };
+    case 'thread.renamed':
+      return { ...view, title: event.title };
+    case 'thread.archived':
+      return { ...view, archived: true };
+    case 'session.started':
+    case 'session.failed':
+    case 'session.stopRequested':
+    case 'session.stopped':
+      return view;
+    case 'turn.requested':
+      view.turns[event.turnId] = newTurn(event, at);
+      return { ...view, turnIds: [...view.turnIds, event.turnId], openTurnId: event.turnId };
+    case 'turn.started':
+      return mapTurn(view, event.turnId, (turn) => ({ ...turn, startedAt: turn.startedAt ?? at }));
+    case 'step.started':
+      return mapTurn(view, event.turnId, (turn) => ({
+        ...turn,
+        steps: [...turn.steps, { step: event.step, outcome: null, finishReason: null, usage: null, error: null }],
+      }));
+    case 'tools.started':
+      return view;
+    case 'step.finished': {
+      const usage = event.usage;
+      const next = mapTurn(view, event.turnId, (turn) => ({
+        ...turn,
+        steps: turn.steps.map((step) =>
+          step.step === event.step ? { ...step, outcome: event.outcome, finishReason: event.finishReason, usage, error: event.error } : step,
+        ),
+        usage: usage ? addUsage(turn.usage, usage) : turn.usage,
+      }));
+      return usage ? { ...next, usage: addUsage(next.usage, usage) } : next;
+    }
+    case 'turn.completed':
+      return { ...mapTurn(view, event.turnId, (turn) => ({ ...turn, stopReason: event.stopReason, endedAt: at })), openTurnId: null };
+    case 'turn.failed':
+      return { ...mapTurn(view, event.turnId, (turn) => ({ ...turn, error: event.error, endedAt: at })), openTurnId: null };
+    case 'turn.interruptRequested':
+      return mapTurn(view, event.turnId, (turn) => ({ ...turn, interrupt: { reason: event.reason, cause: null } }));
+    case 'turn.interrupted':
+      return {
+        ...mapTurn(view, event.turnId, (turn) => ({ ...turn, interrupt: { reason: turn.interrupt?.reason ?? event.reason, cause: event.cause }, endedAt: at })),
+        openTurnId: null,
+      };
+    case 'part.started':
+      return mapTurn(view, event.turnId, (turn) => {
+        const [user, assistant] = turn.messages;
+        return { ...turn, messages: [user, { ...assistant, parts: [...assistant.parts, newPart(event)] }] };
+      });
+    case 'part.delta':
+      return mapTurn(view, event.turnId, (turn) => mapPart(turn, event.partId, (part) => ({ ...part, text: part.text + event.text })));
+    case 'part.completed':
+      return mapTurn(view, event.turnId, (turn) => mapPart(turn, event.partId, (part) => ({ ...part, signature: event.signature })));
+    case 'tool.inputDelta':
+      return mapTurn(view, event.turnId, (turn) =>
+        mapPart(turn, event.partId, (part) => ({ ...part, tool: part.tool && { ...part.tool, inputText: part.tool.inputText + event.text } })),
+      );
+    case 'tool.inputReady':
+      return mapTurn(view, event.turnId, (turn) => mapPart(turn, event.partId, (part) => ({ ...part, tool: part.tool && { ...part.tool, input: event.input } })));
+    case 'tool.executing':
+      return view;
+    case 'tool.result':
+      return mapTurn(view, event.turnId, (turn) => mapPart(turn, event.partId, (part) => ({ ...part, tool: part.tool && { ...part.tool, output: event.output } })));
+    case 'tool.failed':
+      return mapTurn(view, event.turnId, (turn) =>
+        mapPart(turn, event.partId, (part) => ({ ...part, error: event.error, tool: part.tool && { ...part.tool, output: event.error } })),
+      );
+    case 'part.failed':
+      return mapTurn(view, event.turnId, (turn) => mapPart(turn, event.partId, (part) => ({ ...part, error: event.error })));
+    case 'part.interrupted': {
+      const synthetic = event.tool;
+      return mapTurn(view, event.turnId, (turn) =>
+        mapPart(turn, event.partId, (part) => ({
+          ...part,
+          error: event.reason,
+          tool: part.tool && synthetic ? { ...part.tool, output: synthetic.result, outcome: synthetic.outcome } : part.tool,
+        })),
+      );
+    }
+    case 'approval.requested':
+      return mapTurn(view, event.turnId, (turn) => ({
+        ...turn,
+        approvals: [
+          ...turn.approvals,
+          {
+            id: event.approvalId,
+            state: initialStateName(approvalMachine, { approvalId: event.approvalId }),
+            partId: event.partId,
+            toolCallId: event.toolCallId,
+            toolName: event.toolName,
+            input: event.input,
+            decidedBy: null,
+            note: null,
+            reason: null,
+          },
+        ],
+      }));
+    case 'approval.granted':
+    case 'approval.denied':
+      return mapTurn(view, event.turnId, (turn) => {
+        const decided = mapApproval(turn, event.approvalId, (approval) => ({ ...approval, decidedBy: event.by, note: event.note }));
+        return event.type === 'approval.denied'
+          ? mapPart(decided, event.partId, (part) => ({ ...part, error: `denied by ${event.by}${event.note ? `: ${event.note}` : ''}` }))
+          : decided;
+      });
+    case 'approval.expired':
+      return mapTurn(view, event.turnId, (turn) => mapPart(turn, event.partId, (part) => ({ ...part, error: 'approval expired' })));
+    case 'approval.cancelled':
+    case 'approval.undelivered':
+      return mapTurn(view, event.turnId, (turn) => mapApproval(turn, event.approvalId, (approval) => ({ ...approval, reason: event.reason })));
+    case 'approval.consumed':
+      return view;
+    case 'activity.recorded': {
+      const activity = { seq, at, kind: event.kind, message: event.message, data: event.data };
+      return event.turnId === null
+        ? { ...view, activities: [...view.activities, activity] }
+        : mapTurn(view, event.turnId, (turn) => ({ ...turn, activities: [...turn.activities, activity] }));
+    }
+    case 'checkpoint.revertRequested':
+      return { ...view, checkpointReverts: [...view.checkpointReverts, { checkpointId: event.checkpointId, at }] };
+  }
+}
+
+/**
+ * The read model after one more event, built on `view` and mutating its
+ * `turns` record, which the caller must own (a fresh copy per fold or per
+ * draft): turn rows themselves are never mutated, only replaced, so long
+ * threads do not copy every turn for every event. Throws `InvariantViolation`
+ * before changing anything when the event would break the log's structure.
+ */
+export function projectInto(view: ThreadView, { threadSeq, at, event }: ProjectedEvent): ThreadView {
+  const cursor = advanceCursor(view.cursor, threadSeq, event);
+  const content = applyContent(view, event, at, threadSeq);
+  const states = advanceStates(content, routeEvent(event));
+  return { ...states, seq: threadSeq, updatedAt: at, cursor };
+}
+
+/** The read model after one more event. Pure: the same events always give the same view. */
+export function project(view: ThreadView, event: ProjectedEvent): ThreadView {
+  return projectInto({ ...view, turns: { ...view.turns } }, event);
+}
+
+/** Folds a whole log: what the stored projection must equal. */
+export function rebuildView(threadId: string, events: readonly ProjectedEvent[]): ThreadView {
+  const first = events[0];
+  let view = emptyThreadView(threadId, first ? first.at : 0);
+  for (const event of events) view = projectInto(view, event);
+  return view;
+}

@@ -1,0 +1,107 @@
+import { type AnyMachineSnapshot, initialTransition, transition } from 'xstate';
+import { lifecycleMachines, type LifecycleMachineName } from '../machines/index.ts';
+import type { DomainEvent } from './domainEvents.ts';
+import { IllegalTransition } from './errors.ts';
+import { projectInto } from './projector.ts';
+import { type Delivery, actorKey, routeEvent } from './routeEvent.ts';
+import { assertAccepts, stateName } from './strictSend.ts';
+import type { ThreadActors } from './threadActors.ts';
+import type { ThreadView } from './threadView.ts';
+
+export interface StagedActor {
+  machine: LifecycleMachineName;
+  id: string;
+  input: Record<string, unknown>;
+  snapshot: AnyMachineSnapshot;
+}
+
+/** The state name the read model shows for an entity that has no live actor (finished, or never existed). */
+function viewStateOf(view: ThreadView, delivery: Delivery): string {
+  const turns = view.turnIds.map((id) => view.turns[id]!);
+  switch (delivery.machine) {
+    case 'session':
+      return view.session.state;
+    case 'turn':
+      return view.turns[delivery.id]?.state ?? 'absent';
+    case 'part':
+      return turns.flatMap((turn) => turn.messages[1].parts).find((part) => part.id === delivery.id)?.state ?? 'absent';
+    case 'approval':
+      return turns.flatMap((turn) => turn.approvals).find((approval) => approval.id === delivery.id)?.state ?? 'absent';
+  }
+}
+
+/**
+ * The thread as it would be after the events emitted so far. Each `emit`
+ * is all-or-nothing: every actor the event concerns must accept it (on a
+ * staged copy, the live actors are untouched) and the log invariants must
+ * hold; otherwise it throws and the draft is as before. The engine commits a
+ * draft's events, read model and actor snapshots in one transaction, and
+ * only then delivers the events to the live actors.
+ */
+export class ThreadDraft {
+  readonly threadId: string;
+  readonly at: number;
+  readonly base: ThreadView;
+  view: ThreadView;
+  readonly events: Array<{ threadSeq: number; event: DomainEvent }> = [];
+  readonly deliveries: Delivery[] = [];
+  private staged = new Map<string, StagedActor>();
+  private readonly actors: ThreadActors;
+
+  constructor(actors: ThreadActors, view: ThreadView, at: number) {
+    this.threadId = actors.threadId;
+    this.actors = actors;
+    this.base = view;
+    // The draft owns its own turns record; the base view stays untouched.
+    this.view = { ...view, turns: { ...view.turns } };
+    this.at = at;
+  }
+
+  private current(key: string): StagedActor | undefined {
+    const staged = this.staged.get(key);
+    if (staged) return staged;
+    const snapshot = this.actors.snapshotOf(key);
+    const input = this.actors.inputOf(key);
+    if (!snapshot || !input) return undefined;
+    const [machine, ...id] = key.split(':');
+    return { machine: machine as LifecycleMachineName, id: id.join(':'), input, snapshot };
+  }
+
+  emit(event: DomainEvent): void {
+    const deliveries = routeEvent(event);
+    const staged = new Map(this.staged);
+    for (const delivery of deliveries) {
+      const key = actorKey(delivery);
+      const machine = lifecycleMachines[delivery.machine].machine;
+      let actor = staged.get(key) ?? this.current(key);
+      if (delivery.create) {
+        if (actor || viewStateOf(this.view, delivery) !== 'absent') {
+          // An id used twice: the live actor (or its final state) refuses to start over.
+          throw new IllegalTransition(delivery.machine, actor ? stateName(actor.snapshot.value) : viewStateOf(this.view, delivery), delivery.event?.type ?? event.type);
+        }
+        actor = { machine: delivery.machine, id: delivery.id, input: delivery.create, snapshot: initialTransition(machine, delivery.create)[0] };
+      }
+      if (!actor) throw new IllegalTransition(delivery.machine, viewStateOf(this.view, delivery), delivery.event?.type ?? event.type);
+      if (delivery.event) {
+        assertAccepts(machine, actor.snapshot, delivery.event);
+        actor = { ...actor, snapshot: transition(machine, actor.snapshot, delivery.event)[0] };
+      }
+      staged.set(key, actor);
+    }
+    const threadSeq = this.view.seq + 1;
+    this.view = projectInto(this.view, { threadSeq, at: this.at, event });
+    this.staged = staged;
+    this.events.push({ threadSeq, event });
+    this.deliveries.push(...deliveries);
+  }
+
+  /** Snapshots of the actors this draft moved, for the persisted tree. */
+  stagedActors(): ReadonlyMap<string, StagedActor> {
+    return this.staged;
+  }
+
+  /** True when this draft opened or closed a turn (the moments worth a snapshot). */
+  touchedTurnBoundary(): boolean {
+    return this.events.some(({ event }) => event.type === 'turn.requested' || event.type === 'turn.completed' || event.type === 'turn.failed' || event.type === 'turn.interrupted');
+  }
+}

@@ -1,0 +1,138 @@
+import type { PartKind } from '../machines/index.ts';
+import type { ProviderChoice, ToolOutcome, Usage } from './domainEvents.ts';
+import type { LogCursor } from './logInvariants.ts';
+
+/**
+ * The read model of a thread, a pure fold of its events. Lifecycle `state`
+ * fields are the machines' own state names (e.g. `running.tool.executing`),
+ * so a client shows exactly what the rules say.
+ */
+export interface ThreadView {
+  id: string;
+  title: string;
+  workspace: string | null;
+  archived: boolean;
+  createdAt: number;
+  updatedAt: number;
+  /** Per-thread sequence of the last event folded in. */
+  seq: number;
+  session: SessionView;
+  /** Turn ids, oldest first. */
+  turnIds: string[];
+  turns: Record<string, TurnView>;
+  /** The open turn, if any (requested, running or interrupting). */
+  openTurnId: string | null;
+  /** Activities not tied to a turn. */
+  activities: ActivityView[];
+  checkpointReverts: Array<{ checkpointId: string; at: number }>;
+  usage: Usage;
+  /** Where the log stands for the invariant checks (open turn, open step, its tool calls). */
+  cursor: LogCursor;
+}
+
+export interface SessionView {
+  state: string;
+  providerSessionId: string | null;
+  failure: string | null;
+}
+
+export interface TurnView {
+  id: string;
+  state: string;
+  provider: ProviderChoice;
+  /** The user's message and the assistant's answer, in that order. */
+  messages: [MessageView, MessageView];
+  approvals: ApprovalView[];
+  steps: StepView[];
+  activities: ActivityView[];
+  usage: Usage;
+  stopReason: string | null;
+  error: string | null;
+  interrupt: { reason: string; cause: string | null } | null;
+  requestedAt: number;
+  startedAt: number | null;
+  endedAt: number | null;
+}
+
+export interface MessageView {
+  id: string;
+  role: 'user' | 'assistant';
+  parts: PartView[];
+}
+
+export interface PartView {
+  id: string;
+  kind: PartKind;
+  state: string;
+  step: number;
+  text: string;
+  /** Reasoning signature (Anthropic thinking), kept so the next request can send it back. */
+  signature: string | null;
+  tool: ToolCallView | null;
+  error: string | null;
+}
+
+export interface ToolCallView {
+  callId: string;
+  name: string;
+  /** The input as streamed (JSON text), then parsed once ready. */
+  inputText: string;
+  input: unknown;
+  output: string | null;
+  /** Set when crash repair or an interrupt wrote the result: was it ever started? */
+  outcome: ToolOutcome | null;
+}
+
+export interface ApprovalView {
+  id: string;
+  state: string;
+  partId: string;
+  toolCallId: string;
+  toolName: string;
+  input: unknown;
+  decidedBy: string | null;
+  note: string | null;
+  reason: string | null;
+}
+
+export interface StepView {
+  step: number;
+  outcome: string | null;
+  finishReason: string | null;
+  usage: Usage | null;
+  error: string | null;
+}
+
+export interface ActivityView {
+  seq: number;
+  at: number;
+  kind: string;
+  message: string;
+  data: Record<string, unknown>;
+}
+
+export interface ThreadSummary {
+  id: string;
+  title: string;
+  archived: boolean;
+  createdAt: number;
+  updatedAt: number;
+  seq: number;
+  sessionState: string;
+  openTurnId: string | null;
+  turnCount: number;
+}
+
+export function summarize(view: ThreadView): ThreadSummary {
+  return {
+    id: view.id,
+    title: view.title,
+    archived: view.archived,
+    createdAt: view.createdAt,
+    updatedAt: view.updatedAt,
+    seq: view.seq,
+    sessionState: view.session.state,
+    openTurnId: view.openTurnId,
+    turnCount: view.turnIds.length,
+  };
+}
