@@ -1,0 +1,57 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { LmdbStore } from '../../adapters/lmdbStore.ts';
+import { Engine } from '../../services/engine.ts';
+import { rebuildView } from '../../services/projector.ts';
+import { tempDir } from '../support/tempDir.ts';
+import { spawnEngineChild } from '../support/spawnChild.ts';
+
+describe('repair on restart', () => {
+  const dir = tempDir('turnloom-repair-');
+  afterEach(() => dir.remove());
+
+  it('settles turns left running by a killed process, honestly and in pairs', async () => {
+    const child = spawnEngineChild(['repair-scenario', dir.path]);
+    await child.ready;
+    await child.kill();
+
+    const store = LmdbStore.open(dir.path);
+    expect(store.openTurns().map(({ turnId }) => turnId).sort()).toEqual(['t1', 't9']);
+    const engine = await Engine.open({ store });
+    expect(store.openTurns()).toEqual([]);
+
+    const view = await engine.getThread('th1');
+    const turn = view.turns.t1!;
+    expect(turn.state).toBe('interrupted');
+    expect(turn.interrupt).toEqual({ reason: 'the process running this turn stopped and no worker holds it', cause: 'repair' });
+    expect(view.session.state).toBe('error');
+    const [text, running, waiting] = turn.messages[1].parts;
+    expect(text).toMatchObject({ state: 'completed', text: 'Running two commands.' });
+    expect(running).toMatchObject({ state: 'interrupted', tool: { callId: 'call-running', outcome: 'unknown' } });
+    expect(running!.tool!.output).toMatch(/unknown.*Verify/);
+    expect(waiting).toMatchObject({ state: 'interrupted', tool: { callId: 'call-waiting', outcome: 'notStarted' } });
+    expect(waiting!.tool!.output).toMatch(/never started.*safe to retry/);
+    expect(turn.steps).toEqual([expect.objectContaining({ step: 1, outcome: 'interrupted' })]);
+    expect(turn.activities.map((activity) => activity.kind)).toContain('repair');
+
+    const other = (await engine.getThread('th2')).turns.t9!;
+    expect(other.state).toBe('interrupted');
+    expect(other.approvals).toEqual([expect.objectContaining({ id: 'ap1', state: 'cancelled', reason: expect.stringContaining('no worker') })]);
+    expect(other.messages[1].parts[0]).toMatchObject({ state: 'interrupted', tool: { outcome: 'notStarted' } });
+
+    // Steps and turns stay paired in the log itself, and the read model is the fold of it.
+    const log = store.readThreadEvents('th1', 0, 1000).map(({ event }) => event.type);
+    expect(log.filter((type) => type === 'step.started')).toHaveLength(log.filter((type) => type === 'step.finished').length);
+    expect(log.at(-1)).toBe('turn.interrupted');
+    expect(view).toEqual(rebuildView('th1', store.readThreadEvents('th1', 0, 1000)));
+
+    // A new turn restarts the session from error.
+    await engine.submit({ type: 'turn.start', commandId: 'next', threadId: 'th1', turnId: 't2', input: { text: 'again' }, provider: { name: 'scripted', model: null } });
+    expect((await engine.getThread('th1')).session.state).toBe('starting');
+    await engine.close();
+
+    // Repair is idempotent: a second restart finds nothing to do.
+    const again = await Engine.open({ store: LmdbStore.open(dir.path) });
+    expect((await again.getThread('th1')).turns.t2!.state).toBe('requested');
+    await again.close();
+  });
+});
