@@ -1,7 +1,7 @@
 import { type Database, type RootDatabase, open } from 'lmdb';
-import type { StoredEvent } from '../services/domainEvents.ts';
+import type { StoredEvent } from '../services/engine/domainEvents.ts';
 import { TurnloomError } from '../services/errors.ts';
-import { summarize, type ThreadSummary, type ThreadView, type TurnView } from '../services/threadView.ts';
+import { summarize, type ThreadSummary, type ThreadView, type TurnView } from '../services/engine/threadView.ts';
 import type { ActorSnapshotRecord, CommitBatch, Receipt, ThreadHead, ThreadStore } from './threadStore.ts';
 
 /**

@@ -1,7 +1,7 @@
-import type { DomainEvent, StoredEvent } from '../services/domainEvents.ts';
+import type { DomainEvent, StoredEvent } from '../services/engine/domainEvents.ts';
 import type { ErrorBody } from '../services/errors.ts';
-import type { PersistedActorTree } from '../services/threadActors.ts';
-import type { ThreadSummary, ThreadView, TurnView } from '../services/threadView.ts';
+import type { PersistedActorTree } from '../services/engine/threadActors.ts';
+import type { ThreadSummary, ThreadView, TurnView } from '../services/engine/threadView.ts';
 
 /** The stored answer to a command id: the same id always gets this answer back. */
 export type Receipt =

@@ -1,9 +1,9 @@
 import Database from 'better-sqlite3';
 import { pack, unpack } from 'msgpackr';
 import type { ActorSnapshotRecord, CommitBatch, Receipt, ThreadHead, ThreadStore } from '../adapters/threadStore.ts';
-import type { StoredEvent } from '../services/domainEvents.ts';
+import type { StoredEvent } from '../services/engine/domainEvents.ts';
 import { TurnloomError } from '../services/errors.ts';
-import { summarize, type ThreadSummary, type ThreadView, type TurnView } from '../services/threadView.ts';
+import { summarize, type ThreadSummary, type ThreadView, type TurnView } from '../services/engine/threadView.ts';
 
 const decode = <T>(row: Record<string, unknown> | undefined): T | undefined => (row ? (unpack(row.data as Buffer) as T) : undefined);
 

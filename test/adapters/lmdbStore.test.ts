@@ -1,8 +1,8 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { LmdbStore } from '../../adapters/lmdbStore.ts';
 import type { CommitBatch } from '../../adapters/threadStore.ts';
-import { project, emptyThreadView } from '../../services/projector.ts';
-import type { DomainEvent } from '../../services/domainEvents.ts';
+import { project, emptyThreadView } from '../../services/engine/projector.ts';
+import type { DomainEvent } from '../../services/engine/domainEvents.ts';
 import { readAllReceipts } from '../support/engineFixture.ts';
 import { tempDir } from '../support/tempDir.ts';
 

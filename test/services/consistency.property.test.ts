@@ -1,10 +1,10 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import type { Command } from '../../services/commands.ts';
-import type { DomainEvent } from '../../services/domainEvents.ts';
+import type { Command } from '../../services/engine/commands.ts';
+import type { DomainEvent } from '../../services/engine/domainEvents.ts';
 import { TurnloomError } from '../../services/errors.ts';
 import { stateName } from '../../services/strictSend.ts';
-import type { ThreadView } from '../../services/threadView.ts';
+import type { ThreadView } from '../../services/engine/threadView.ts';
 import { openEngineFixture, rebuildFromLog } from '../support/engineFixture.ts';
 
 /**

@@ -1,9 +1,9 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, describe, expect, it } from 'vitest';
 import { LmdbStore } from '../../adapters/lmdbStore.ts';
-import type { StoredEvent } from '../../services/domainEvents.ts';
-import { Engine } from '../../services/engine.ts';
-import { rebuildView } from '../../services/projector.ts';
+import type { StoredEvent } from '../../services/engine/domainEvents.ts';
+import { Engine } from '../../services/engine/engine.ts';
+import { rebuildView } from '../../services/engine/projector.ts';
 import { readAllReceipts } from '../support/engineFixture.ts';
 import { spawnEngineChild } from '../support/spawnChild.ts';
 import { tempDir } from '../support/tempDir.ts';

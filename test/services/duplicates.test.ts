@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Command } from '../../services/commands.ts';
+import type { Command } from '../../services/engine/commands.ts';
 import { type EngineFixture, createThread, openEngineFixture, rebuildFromLog, startTurn } from '../support/engineFixture.ts';
 
 describe('idempotency under load', () => {

@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { IllegalTransition, TurnloomError } from '../../services/errors.ts';
-import type { StoredEvent } from '../../services/domainEvents.ts';
+import type { StoredEvent } from '../../services/engine/domainEvents.ts';
 import { type EngineFixture, createThread, nextId, openEngineFixture, readAllReceipts, rebuildFromLog, record, startTurn, turnEvents } from '../support/engineFixture.ts';
 
 let fx: EngineFixture;

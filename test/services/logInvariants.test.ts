@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { DomainEvent } from '../../services/domainEvents.ts';
-import { type Invariant, InvariantViolation, advanceCursor, emptyCursor } from '../../services/logInvariants.ts';
+import type { DomainEvent } from '../../services/engine/domainEvents.ts';
+import { type Invariant, InvariantViolation, advanceCursor, emptyCursor } from '../../services/engine/logInvariants.ts';
 import { type EngineFixture, createThread, openEngineFixture, record, startTurn, turnEvents } from '../support/engineFixture.ts';
 
 const t = turnEvents('t1');

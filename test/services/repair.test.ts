@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { LmdbStore } from '../../adapters/lmdbStore.ts';
-import { Engine } from '../../services/engine.ts';
-import { rebuildView } from '../../services/projector.ts';
+import { Engine } from '../../services/engine/engine.ts';
+import { rebuildView } from '../../services/engine/projector.ts';
 import { tempDir } from '../support/tempDir.ts';
 import { spawnEngineChild } from '../support/spawnChild.ts';
 

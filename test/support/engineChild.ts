@@ -5,9 +5,9 @@
  * acknowledged command.
  */
 import { LmdbStore } from '../../adapters/lmdbStore.ts';
-import type { Command } from '../../services/commands.ts';
-import type { DomainEvent } from '../../services/domainEvents.ts';
-import { Engine } from '../../services/engine.ts';
+import type { Command } from '../../services/engine/commands.ts';
+import type { DomainEvent } from '../../services/engine/domainEvents.ts';
+import { Engine } from '../../services/engine/engine.ts';
 import { turnEvents } from './engineFixture.ts';
 
 const [mode, dir, seedText] = process.argv.slice(2);

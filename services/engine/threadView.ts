@@ -1,4 +1,4 @@
-import type { PartKind } from '../machines/index.ts';
+import type { PartKind } from '../../machines/index.ts';
 import type { ProviderChoice, ToolOutcome, Usage } from './domainEvents.ts';
 import type { LogCursor } from './logInvariants.ts';
 

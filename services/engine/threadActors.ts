@@ -1,7 +1,7 @@
 import { type Actor, type AnyMachineSnapshot, type AnyStateMachine, type Snapshot, createActor } from 'xstate';
-import { lifecycleMachines, type LifecycleMachineName } from '../machines/index.ts';
+import { lifecycleMachines, type LifecycleMachineName } from '../../machines/index.ts';
 import { type Delivery, actorKey } from './routeEvent.ts';
-import { strictSend } from './strictSend.ts';
+import { strictSend } from '../strictSend.ts';
 
 /** One live actor of the tree as it is persisted: enough to restore it exactly. */
 export interface PersistedActor {

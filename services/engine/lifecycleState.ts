@@ -1,5 +1,5 @@
 import { type AnyStateMachine, type StateValue, initialTransition, transition } from 'xstate';
-import { stateName } from './strictSend.ts';
+import { stateName } from '../strictSend.ts';
 
 function parseStateName(name: string): StateValue {
   const [head, ...rest] = name.split('.');

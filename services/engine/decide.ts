@@ -1,6 +1,6 @@
 import type { Command } from './commands.ts';
 import type { DomainEvent } from './domainEvents.ts';
-import { IllegalTransition, TurnloomError } from './errors.ts';
+import { IllegalTransition, TurnloomError } from '../errors.ts';
 import { settleOpenTurn } from './settleTurn.ts';
 import type { ThreadDraft } from './threadDraft.ts';
 

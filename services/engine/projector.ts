@@ -1,4 +1,4 @@
-import { approvalMachine, partMachine, sessionMachine, turnMachine } from '../machines/index.ts';
+import { approvalMachine, partMachine, sessionMachine, turnMachine } from '../../machines/index.ts';
 import { type DomainEvent, addUsage, zeroUsage } from './domainEvents.ts';
 import { advanceLifecycle, initialStateName } from './lifecycleState.ts';
 import { advanceCursor, emptyCursor } from './logInvariants.ts';

@@ -1,5 +1,5 @@
 import type { DomainEvent } from './domainEvents.ts';
-import { TurnloomError } from './errors.ts';
+import { TurnloomError } from '../errors.ts';
 
 /**
  * Where a thread's log stands, as far as its structural rules care: the last

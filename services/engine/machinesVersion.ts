@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { lifecycleMachines } from '../machines/index.ts';
+import { lifecycleMachines } from '../../machines/index.ts';
 
 /**
  * A hash of the four machine definitions. A persisted actor snapshot taken

@@ -1,4 +1,4 @@
-import type { ApprovalEvent, PartEvent, PartKind, SessionEvent, TurnEvent } from '../machines/index.ts';
+import type { ApprovalEvent, PartEvent, PartKind, SessionEvent, TurnEvent } from '../../machines/index.ts';
 import type { DomainEvent } from './domainEvents.ts';
 
 /**

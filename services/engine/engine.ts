@@ -1,9 +1,9 @@
 import { createHash } from 'node:crypto';
-import type { Receipt, ThreadHead, ThreadStore } from '../adapters/threadStore.ts';
+import type { Receipt, ThreadHead, ThreadStore } from '../../adapters/threadStore.ts';
 import type { Command, CommandResult } from './commands.ts';
 import { decide } from './decide.ts';
 import type { StoredEvent } from './domainEvents.ts';
-import { TurnloomError } from './errors.ts';
+import { TurnloomError } from '../errors.ts';
 import { machinesVersion } from './machinesVersion.ts';
 import { emptyThreadView } from './projector.ts';
 import { routeEvent } from './routeEvent.ts';

@@ -1,4 +1,4 @@
-import type { PartKind } from '../machines/index.ts';
+import type { PartKind } from '../../machines/index.ts';
 
 /** Token counts of one model call (a step), summed per turn and per thread. */
 export interface Usage {

@@ -1,10 +1,10 @@
 import { type AnyMachineSnapshot, initialTransition, transition } from 'xstate';
-import { lifecycleMachines, type LifecycleMachineName } from '../machines/index.ts';
+import { lifecycleMachines, type LifecycleMachineName } from '../../machines/index.ts';
 import type { DomainEvent } from './domainEvents.ts';
-import { IllegalTransition } from './errors.ts';
+import { IllegalTransition } from '../errors.ts';
 import { projectInto } from './projector.ts';
 import { type Delivery, actorKey, routeEvent } from './routeEvent.ts';
-import { assertAccepts, stateName } from './strictSend.ts';
+import { assertAccepts, stateName } from '../strictSend.ts';
 import type { ThreadActors } from './threadActors.ts';
 import type { ThreadView } from './threadView.ts';
 

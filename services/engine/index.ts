@@ -1,0 +1,12 @@
+export { Engine } from './engine.ts';
+export type { EngineOptions, CommittedListener } from './engine.ts';
+export type { Command, ClientCommand, SystemCommand, CommandType, CommandResult } from './commands.ts';
+export type { DomainEvent, DomainEventType, DomainEventOf, StoredEvent, Usage, ProviderChoice, ToolOutcome } from './domainEvents.ts';
+export { zeroUsage, addUsage } from './domainEvents.ts';
+export { emptyThreadView, project, projectInto, rebuildView } from './projector.ts';
+export type { ProjectedEvent } from './projector.ts';
+export { InvariantViolation, advanceCursor, emptyCursor } from './logInvariants.ts';
+export type { Invariant, LogCursor } from './logInvariants.ts';
+export type { ThreadView, TurnView, PartView, MessageView, ApprovalView, StepView, ActivityView, ToolCallView, SessionView, ThreadSummary } from './threadView.ts';
+export type { PersistedActorTree, PersistedActor, InspectListener } from './threadActors.ts';
+export { machinesVersion } from './machinesVersion.ts';
