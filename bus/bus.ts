@@ -1,0 +1,92 @@
+import { TurnloomError } from '../services/errors.ts';
+
+/** A message as every transport delivers it. Header names are lower case. */
+export interface BusMessage {
+  readonly subject: string;
+  readonly data: Uint8Array;
+  readonly headers: Readonly<Record<string, string>>;
+  /** Where a reply goes, for request/reply. */
+  readonly reply: string | undefined;
+}
+
+export interface PublishOptions {
+  headers?: Record<string, string>;
+  reply?: string;
+}
+
+export interface SubscribeOptions {
+  /** Subscribers sharing a queue name split the messages: each goes to one of them. */
+  queue?: string;
+}
+
+export interface RequestOptions {
+  headers?: Record<string, string>;
+  timeoutMs?: number;
+}
+
+export interface BusSubscription {
+  readonly subject: string;
+  unsubscribe(): void;
+}
+
+export type BusStatus = 'connected' | 'disconnected' | 'reconnecting' | 'closed';
+
+/**
+ * One connection to a subject space. The NATS transport and the in-process
+ * one give the same semantics: `*` matches one token, `>` one or more at the
+ * end; queue groups; request/reply with a timeout and an immediate "no
+ * responders"; per-publisher ordering; drain then close.
+ */
+export interface Bus {
+  publish(subject: string, data: Uint8Array, options?: PublishOptions): void;
+  subscribe(subject: string, handler: (message: BusMessage) => void, options?: SubscribeOptions): BusSubscription;
+  request(subject: string, data: Uint8Array, options?: RequestOptions): Promise<BusMessage>;
+  /** Resolves once everything published so far reached the server (or the in-process hub). */
+  flush(): Promise<void>;
+  /** Stops subscriptions after delivering what is pending, then closes. */
+  drain(): Promise<void>;
+  close(): Promise<void>;
+  status(): BusStatus;
+  /** Connection status changes; returns an unsubscribe function. */
+  onStatus(listener: (status: BusStatus) => void): () => void;
+  /** Asynchronous errors the server reports (permission violations). */
+  onError(listener: (error: BusError) => void): () => void;
+}
+
+export type BusErrorKind = 'timeout' | 'no_responders' | 'closed' | 'permission' | 'invalid_subject';
+
+/** A transport failure; `unavailable` for the API, except a bad subject which is the caller's `invalid_payload`. */
+export class BusError extends TurnloomError {
+  readonly kind: BusErrorKind;
+
+  constructor(kind: BusErrorKind, message: string, subject: string) {
+    super(kind === 'invalid_subject' ? 'invalid_payload' : 'unavailable', message, { kind, subject });
+    this.name = 'BusError';
+    this.kind = kind;
+  }
+}
+
+const tokenPattern = /^[^\s.*>]+$/;
+
+/** Throws unless `subject` is a valid publish subject (or, with `wildcards`, subscription). */
+export function assertSubject(subject: string, wildcards: boolean): void {
+  const tokens = subject.split('.');
+  const valid = tokens.every((token, index) => {
+    if (wildcards && token === '*') return true;
+    if (wildcards && token === '>') return index === tokens.length - 1;
+    return tokenPattern.test(token);
+  });
+  if (!valid) throw new BusError('invalid_subject', `invalid subject "${subject}"`, subject);
+}
+
+/** Does a concrete subject match a subscription pattern? */
+export function subjectMatches(pattern: string, subject: string): boolean {
+  const want = pattern.split('.');
+  const have = subject.split('.');
+  for (let i = 0; i < want.length; i++) {
+    if (want[i] === '>') return have.length > i;
+    if (i >= have.length) return false;
+    if (want[i] !== '*' && want[i] !== have[i]) return false;
+  }
+  return want.length === have.length;
+}

@@ -1,0 +1,135 @@
+import { type ConnectionOptions, type MsgHdrs, type NatsConnection, RequestError, TimeoutError, connect, headers as natsHeaders } from '@nats-io/transport-node';
+import {
+  type Bus,
+  BusError,
+  type BusMessage,
+  type BusStatus,
+  type BusSubscription,
+  type PublishOptions,
+  type RequestOptions,
+  type SubscribeOptions,
+  assertSubject,
+} from './bus.ts';
+
+function toNatsHeaders(headers: Record<string, string> | undefined): MsgHdrs | undefined {
+  if (!headers || Object.keys(headers).length === 0) return undefined;
+  const result = natsHeaders();
+  for (const [key, value] of Object.entries(headers)) result.set(key.toLowerCase(), value);
+  return result;
+}
+
+function fromNatsHeaders(headers: MsgHdrs | undefined): Record<string, string> {
+  if (!headers) return {};
+  return Object.fromEntries(headers.keys().map((key) => [key.toLowerCase(), headers.get(key)]));
+}
+
+/** The bus over a real NATS connection; reconnects forever unless told otherwise. */
+export class NatsBus implements Bus {
+  private readonly nc: NatsConnection;
+  private state: BusStatus = 'connected';
+  private readonly statusListeners = new Set<(status: BusStatus) => void>();
+  private readonly errorListeners = new Set<(error: BusError) => void>();
+
+  private constructor(nc: NatsConnection) {
+    this.nc = nc;
+    void this.watchStatus();
+  }
+
+  static async connect(options: ConnectionOptions): Promise<NatsBus> {
+    const nc = await connect({ maxReconnectAttempts: -1, reconnectTimeWait: 250, ...options });
+    return new NatsBus(nc);
+  }
+
+  private setState(state: BusStatus): void {
+    if (state === this.state) return;
+    this.state = state;
+    for (const listener of this.statusListeners) listener(state);
+  }
+
+  private async watchStatus(): Promise<void> {
+    void this.nc.closed().then(() => this.setState('closed'));
+    for await (const status of this.nc.status()) {
+      if (status.type === 'disconnect') this.setState('disconnected');
+      else if (status.type === 'reconnecting') this.setState('reconnecting');
+      else if (status.type === 'reconnect') this.setState('connected');
+      else if (status.type === 'error') {
+        const error = new BusError('permission', status.error.message, 'subject' in status.error ? String(status.error.subject) : '');
+        for (const listener of this.errorListeners) listener(error);
+      }
+    }
+  }
+
+  private assertOpen(subject: string): void {
+    if (this.nc.isClosed() || this.nc.isDraining()) throw new BusError('closed', 'connection is closed', subject);
+  }
+
+  publish(subject: string, data: Uint8Array, options: PublishOptions = {}): void {
+    this.assertOpen(subject);
+    assertSubject(subject, false);
+    const headers = toNatsHeaders(options.headers);
+    this.nc.publish(subject, data, { ...(headers ? { headers } : {}), ...(options.reply ? { reply: options.reply } : {}) });
+  }
+
+  subscribe(subject: string, handler: (message: BusMessage) => void, options: SubscribeOptions = {}): BusSubscription {
+    this.assertOpen(subject);
+    assertSubject(subject, true);
+    const subscription = this.nc.subscribe(subject, {
+      ...(options.queue ? { queue: options.queue } : {}),
+      callback: (error, msg) => {
+        if (error) {
+          for (const listener of this.errorListeners) listener(new BusError('permission', error.message, subject));
+          return;
+        }
+        try {
+          handler({ subject: msg.subject, data: msg.data, headers: fromNatsHeaders(msg.headers), reply: msg.reply || undefined });
+        } catch (thrown) {
+          console.error(`turnloom bus: handler for ${subject} threw`, thrown);
+        }
+      },
+    });
+    return { subject, unsubscribe: () => subscription.unsubscribe() };
+  }
+
+  async request(subject: string, data: Uint8Array, options: RequestOptions = {}): Promise<BusMessage> {
+    this.assertOpen(subject);
+    assertSubject(subject, false);
+    const headers = toNatsHeaders(options.headers);
+    try {
+      const msg = await this.nc.request(subject, data, { timeout: options.timeoutMs ?? 5_000, ...(headers ? { headers } : {}) });
+      return { subject: msg.subject, data: msg.data, headers: fromNatsHeaders(msg.headers), reply: undefined };
+    } catch (error) {
+      if (error instanceof RequestError && error.isNoResponders()) throw new BusError('no_responders', `no responders on ${subject}`, subject);
+      if (error instanceof TimeoutError || (error instanceof RequestError && error.cause instanceof TimeoutError)) {
+        throw new BusError('timeout', `request to ${subject} timed out`, subject);
+      }
+      throw new BusError('closed', (error as Error).message, subject);
+    }
+  }
+
+  async flush(): Promise<void> {
+    await this.nc.flush();
+  }
+
+  async drain(): Promise<void> {
+    if (!this.nc.isClosed() && !this.nc.isDraining()) await this.nc.drain();
+  }
+
+  async close(): Promise<void> {
+    if (!this.nc.isClosed()) await this.nc.close();
+    this.setState('closed');
+  }
+
+  status(): BusStatus {
+    return this.state;
+  }
+
+  onStatus(listener: (status: BusStatus) => void): () => void {
+    this.statusListeners.add(listener);
+    return () => this.statusListeners.delete(listener);
+  }
+
+  onError(listener: (error: BusError) => void): () => void {
+    this.errorListeners.add(listener);
+    return () => this.errorListeners.delete(listener);
+  }
+}
