@@ -23,6 +23,7 @@ function turnCommands(threadId: string): Command[] {
       { type: 'part.completed', turnId, partId: `${turnId}-p1`, signature: null },
       { type: 'part.started', turnId, partId: `${turnId}-p2`, step: 1, kind: 'tool', toolCallId: `${turnId}-call`, toolName: 'bash' },
       { type: 'tool.inputReady', turnId, partId: `${turnId}-p2`, toolCallId: `${turnId}-call`, input: { cmd: 'npm test' } },
+      { type: 'response.completed', turnId, step: 1, stopReason: 'toolCalls', rawReason: 'tool_use' },
       { type: 'tools.started', turnId, step: 1, toolCallIds: [`${turnId}-call`] },
     ]),
     rec(4, [{ type: 'tool.executing', turnId, partId: `${turnId}-p2`, toolCallId: `${turnId}-call` }]),

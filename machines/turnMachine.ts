@@ -9,7 +9,9 @@ import { assign, setup } from 'xstate';
 export type TurnEvent =
   | { type: 'turn.started' }
   | { type: 'step.started'; step: number }
+  | { type: 'response.started' }
   | { type: 'part.started'; partId: string }
+  | { type: 'response.completed' }
   | { type: 'tools.started'; toolCallIds: readonly string[] }
   | { type: 'approval.requested'; approvalId: string }
   | { type: 'approval.granted'; approvalId: string }
@@ -29,8 +31,10 @@ export interface TurnContext {
 export const turnEventDescriptions: Record<TurnEvent['type'], string> = {
   'turn.started': 'A worker picked the turn up; until then it is only an accepted intent.',
   'step.started': 'One model call begins; opens a step that must be finished before the turn can settle.',
+  'response.started': 'The provider began its answer to this step’s call; a second start in the same step is refused.',
   'part.started': 'The model produced its first (or next) piece of output in this step.',
-  'tools.started': 'The model asked for tools and its output ended; the harness now runs them in order.',
+  'response.completed': 'The provider finished its answer (with a stop reason); a second completion is refused.',
+  'tools.started': 'The answer asked for tools; the harness now runs them in order.',
   'approval.requested': 'A tool needs a person to allow it; the turn waits on a durable fact, not a callback.',
   'approval.granted': 'The pending approval was allowed; tools continue.',
   'approval.denied': 'The pending approval was refused; the tool gets an error result and tools continue.',
@@ -81,6 +85,7 @@ export const turnMachine = setup({
         requesting: {
           description: 'The model call is sent and no output has arrived yet.',
           on: {
+            'response.started': 'streaming',
             'part.started': 'streaming',
             'step.finished': 'betweenSteps',
             'turn.interruptRequested': '#turn.interrupting.stepOpen',
@@ -90,6 +95,14 @@ export const turnMachine = setup({
           description: 'Output parts are arriving from the model.',
           on: {
             'part.started': 'streaming',
+            'response.completed': 'responded',
+            'step.finished': 'betweenSteps',
+            'turn.interruptRequested': '#turn.interrupting.stepOpen',
+          },
+        },
+        responded: {
+          description: 'The answer is complete; it either asks for tools or ends the step.',
+          on: {
             'tools.started': 'runningTools',
             'step.finished': 'betweenSteps',
             'turn.interruptRequested': '#turn.interrupting.stepOpen',

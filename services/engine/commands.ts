@@ -1,4 +1,5 @@
 import type { DomainEvent, ProviderChoice } from './domainEvents.ts';
+import type { TurnOutcome } from './settleTurn.ts';
 
 /**
  * What clients may ask of a thread. Each carries a command id that stays the
@@ -37,11 +38,22 @@ export type SystemCommand =
       events: DomainEvent[];
     }
   | {
-      /** The interrupt deadline passed: close whatever is open and settle the turn as interrupted. */
-      type: 'turn.settleInterrupt';
+      /**
+       * Ends an open turn that cannot end on its own: a confirmed interrupt
+       * (from the provider, or the deadline), or a failure. Open parts,
+       * approvals and the step are closed first.
+       */
+      type: 'turn.settle';
       commandId: string;
       threadId: string;
       turnId: string;
+      outcome: Exclude<TurnOutcome, { cause: 'repair' }>;
+    }
+  | {
+      /** The provider session is gone after a stop request. */
+      type: 'session.confirmStopped';
+      commandId: string;
+      threadId: string;
     }
   | {
       /** A turn was open when its process died and no worker holds it: settle it honestly. */

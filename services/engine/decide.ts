@@ -88,12 +88,16 @@ export function decide(command: Command, draft: ThreadDraft): number {
       if (foreign) throw new TurnloomError('invalid_payload', `turn.record for ${command.turnId} carries an event of another turn`, { event: foreign.type });
       return command.events.filter((event) => !recordLeniently(draft, command.turnId, event)).length;
     }
-    case 'turn.settleInterrupt': {
+    case 'turn.settle': {
       const turn = draft.view.turns[command.turnId];
-      if (!turn?.state.startsWith('interrupting')) throw new IllegalTransition('turn', turn?.state ?? 'absent', 'turn.interrupted');
-      settleOpenTurn(draft, command.turnId, 'deadline', turn.interrupt?.reason ?? 'interrupt deadline passed');
+      const settling = command.outcome.kind === 'failed' ? draft.view.openTurnId === command.turnId : turn?.state.startsWith('interrupting');
+      if (!turn || !settling) throw new IllegalTransition('turn', turn?.state ?? 'absent', command.outcome.kind === 'failed' ? 'turn.failed' : 'turn.interrupted');
+      settleOpenTurn(draft, command.turnId, command.outcome);
       return 0;
     }
+    case 'session.confirmStopped':
+      draft.emit({ type: 'session.stopped' });
+      return 0;
     case 'turn.repair': {
       const turn = draft.view.turns[command.turnId];
       if (!turn || draft.view.openTurnId !== command.turnId) throw new IllegalTransition('turn', turn?.state ?? 'absent', 'turn.interrupted');
@@ -101,7 +105,7 @@ export function decide(command: Command, draft: ThreadDraft): number {
       if (['starting', 'ready', 'running', 'stopping'].includes(draft.view.session.state)) {
         draft.emit({ type: 'session.failed', reason: command.reason });
       }
-      settleOpenTurn(draft, command.turnId, 'repair', command.reason);
+      settleOpenTurn(draft, command.turnId, { kind: 'interrupted', cause: 'repair', reason: command.reason });
       return 0;
     }
   }

@@ -36,6 +36,16 @@ export type DomainEvent =
   | { type: 'turn.requested'; turnId: string; input: { text: string }; provider: ProviderChoice }
   | { type: 'turn.started'; turnId: string }
   | { type: 'step.started'; turnId: string; step: number }
+  | { type: 'response.started'; turnId: string; step: number; responseId: string | null; model: string | null }
+  | {
+      type: 'response.completed';
+      turnId: string;
+      step: number;
+      /** Normalised: `stop`, `toolCalls`, `maxTokens`, `refusal`, `contentFilter`, `other`. */
+      stopReason: string;
+      /** What the provider said, verbatim. */
+      rawReason: string | null;
+    }
   | { type: 'tools.started'; turnId: string; step: number; toolCallIds: string[] }
   | {
       type: 'step.finished';

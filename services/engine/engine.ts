@@ -271,6 +271,11 @@ export class Engine {
     return this.store.listThreads();
   }
 
+  /** Threads with an open turn (requested, running or interrupting). */
+  listOpenTurns(): Array<{ threadId: string; turnId: string }> {
+    return this.store.openTurns();
+  }
+
   /** State names of a loaded thread's live actors (undefined when passivated). */
   liveStates(threadId: string): Record<string, unknown> | undefined {
     return this.loaded.get(threadId)?.actors.states();

@@ -111,6 +111,11 @@ export function advanceCursor(cursor: LogCursor, threadSeq: number, event: Domai
     case 'turn.interrupted':
       if (cursor.openStep !== null) fail('step-pairing', `turn ${event.turnId} closed while step ${cursor.openStep} is open`);
       return { ...next, openTurnId: null, openStep: null, openParts: [], stepToolCalls: [] };
+    case 'response.started':
+    case 'response.completed':
+    case 'tools.started':
+      if (cursor.openStep === null || event.step !== cursor.openStep) fail('step-pairing', `${event.type} for step ${event.step} but ${cursor.openStep ?? 'no step'} is open`);
+      return next;
     case 'part.started':
       if (cursor.openStep === null || event.step !== cursor.openStep) {
         fail('part-in-step', `part ${event.partId} started in step ${event.step} but ${cursor.openStep ?? 'no step'} is open`);

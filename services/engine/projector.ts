@@ -173,7 +173,17 @@ function applyContent(view: ThreadView, event: DomainEvent, at: number, seq: num
     case 'step.started':
       return mapTurn(view, event.turnId, (turn) => ({
         ...turn,
-        steps: [...turn.steps, { step: event.step, outcome: null, finishReason: null, usage: null, error: null }],
+        steps: [...turn.steps, { step: event.step, responseId: null, model: null, stopReason: null, outcome: null, finishReason: null, usage: null, error: null }],
+      }));
+    case 'response.started':
+      return mapTurn(view, event.turnId, (turn) => ({
+        ...turn,
+        steps: turn.steps.map((step) => (step.step === event.step ? { ...step, responseId: event.responseId, model: event.model } : step)),
+      }));
+    case 'response.completed':
+      return mapTurn(view, event.turnId, (turn) => ({
+        ...turn,
+        steps: turn.steps.map((step) => (step.step === event.step ? { ...step, stopReason: event.stopReason, finishReason: event.rawReason } : step)),
       }));
     case 'tools.started':
       return view;
@@ -182,7 +192,7 @@ function applyContent(view: ThreadView, event: DomainEvent, at: number, seq: num
       const next = mapTurn(view, event.turnId, (turn) => ({
         ...turn,
         steps: turn.steps.map((step) =>
-          step.step === event.step ? { ...step, outcome: event.outcome, finishReason: event.finishReason, usage, error: event.error } : step,
+          step.step === event.step ? { ...step, outcome: event.outcome, finishReason: event.finishReason ?? step.finishReason, usage, error: event.error } : step,
         ),
         usage: usage ? addUsage(turn.usage, usage) : turn.usage,
       }));

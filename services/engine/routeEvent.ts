@@ -42,6 +42,10 @@ export function routeEvent(event: DomainEvent): Delivery[] {
       return [turn(event.turnId, { type: 'turn.started' })];
     case 'step.started':
       return [turn(event.turnId, { type: 'step.started', step: event.step })];
+    case 'response.started':
+      return [turn(event.turnId, { type: 'response.started' })];
+    case 'response.completed':
+      return [turn(event.turnId, { type: 'response.completed' })];
     case 'tools.started':
       return [turn(event.turnId, { type: 'tools.started', toolCallIds: event.toolCallIds })];
     case 'step.finished':

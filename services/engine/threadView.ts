@@ -97,6 +97,11 @@ export interface ApprovalView {
 
 export interface StepView {
   step: number;
+  /** The provider's id of its answer, and the model that gave it. */
+  responseId: string | null;
+  model: string | null;
+  /** Normalised stop reason of the answer (`stop`, `toolCalls`, `maxTokens`, `refusal`…). */
+  stopReason: string | null;
   outcome: string | null;
   finishReason: string | null;
   usage: Usage | null;

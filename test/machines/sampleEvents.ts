@@ -15,7 +15,9 @@ export const sampleEvents: { [N in LifecycleMachineName]: Samples<{ session: Ses
   turn: {
     'turn.started': { type: 'turn.started' },
     'step.started': { type: 'step.started', step: 1 },
+    'response.started': { type: 'response.started' },
     'part.started': { type: 'part.started', partId: 'p1' },
+    'response.completed': { type: 'response.completed' },
     'tools.started': { type: 'tools.started', toolCallIds: ['c1'] },
     'approval.requested': { type: 'approval.requested', approvalId: 'a1' },
     'approval.granted': { type: 'approval.granted', approvalId: 'a1' },

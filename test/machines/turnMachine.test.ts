@@ -7,8 +7,10 @@ const input = { turnId: 't1' };
 
 const toolStep: TurnEvent[] = [
   { type: 'step.started', step: 1 },
+  { type: 'response.started' },
   { type: 'part.started', partId: 'p1' },
   { type: 'part.started', partId: 'p2' },
+  { type: 'response.completed' },
   { type: 'tools.started', toolCallIds: ['c1'] },
   { type: 'approval.requested', approvalId: 'a1' },
   { type: 'approval.granted', approvalId: 'a1' },
@@ -77,6 +79,15 @@ describe('turn machine', () => {
       { type: 'turn.interrupted', cause: 'provider' },
     ]);
     expect(stateOf(turn)).toBe('interrupted');
+  });
+
+  it('refuses a second response start or completion in one step', () => {
+    const turn = drive(turnMachine, input, [{ type: 'turn.started' }, { type: 'step.started', step: 1 }, { type: 'response.started' }]);
+    expect(() => strictSend(turn, { type: 'response.started' })).toThrow(IllegalTransition);
+    strictSend(turn, { type: 'response.completed' });
+    expect(() => strictSend(turn, { type: 'response.completed' })).toThrow(IllegalTransition);
+    expect(() => strictSend(turn, { type: 'part.started', partId: 'late' })).toThrow(IllegalTransition);
+    expect(stateOf(turn)).toBe('running.responded');
   });
 
   it('rejects approvals out of place', () => {

@@ -16,11 +16,11 @@ type Op = { noise: boolean; kind: string; a: number; b: number };
 
 const eventKinds = [
   'session.started', 'session.failed', 'session.stopped', 'turn.started', 'step.started', 'step.finished',
-  'text', 'delta', 'part.completed', 'tool', 'tool.inputReady', 'tools.started', 'tool.executing', 'tool.result',
+  'response.started', 'response.completed', 'text', 'delta', 'part.completed', 'tool', 'tool.inputReady', 'tools.started', 'tool.executing', 'tool.result',
   'tool.failed', 'part.failed', 'part.interrupted', 'approval.requested', 'approval.consumed', 'approval.undelivered',
   'turn.completed', 'turn.failed', 'turn.interrupted',
 ] as const;
-const clientKinds = ['turn.start', 'turn.interrupt', 'approve', 'deny', 'session.stop', 'turn.settleInterrupt', 'turn.repair', 'rename'] as const;
+const clientKinds = ['turn.start', 'turn.interrupt', 'approve', 'deny', 'session.stop', 'turn.settle', 'turn.fail', 'session.confirmStopped', 'turn.repair', 'rename'] as const;
 
 const opArb: fc.Arbitrary<Op> = fc.record({
   noise: fc.boolean().chain((coin) => (coin ? fc.boolean() : fc.constant(false))),
@@ -41,10 +41,11 @@ function plausible(view: ThreadView): string[] {
   if (!turn) return ['turn.start'];
   const open = turn.messages[1].parts.filter((part) => isOpen(part.state));
   if (turn.state === 'requested') return view.session.state === 'starting' ? ['session.started'] : ['turn.started'];
-  if (turn.state.startsWith('interrupting')) return ['turn.settleInterrupt', 'part.interrupted', 'step.finished', 'turn.interrupted'];
+  if (turn.state.startsWith('interrupting')) return ['turn.settle', 'part.interrupted', 'step.finished', 'turn.interrupted'];
   switch (turn.state) {
     case 'running.betweenSteps': return ['step.started', 'step.started', 'turn.completed'];
-    case 'running.requesting': return ['text', 'tool', 'step.finished'];
+    case 'running.requesting': return ['response.started', 'text', 'tool', 'step.finished'];
+    case 'running.responded': return ['tools.started', 'tools.started', 'step.finished'];
     case 'running.awaitingApproval': return ['approve', 'approve', 'deny', 'turn.interrupt'];
     case 'running.runningTools':
       if (open.some((part) => part.state === 'running.tool.executing')) return ['tool.result', 'tool.failed'];
@@ -52,7 +53,7 @@ function plausible(view: ThreadView): string[] {
     default:
       if (open.some((part) => part.state.startsWith('running.tool.inputStreaming'))) return ['delta', 'tool.inputReady', 'tool.inputReady'];
       if (open.some((part) => part.state === 'running.content')) return ['delta', 'delta', 'part.completed'];
-      return open.length > 0 ? ['tools.started'] : ['text', 'tool', 'step.finished', 'tools.started'];
+      return open.length > 0 ? ['response.completed'] : ['text', 'tool', 'step.finished', 'response.completed', 'response.completed'];
   }
 }
 
@@ -76,7 +77,9 @@ function concrete(op: Op, view: ThreadView, n: number): Command {
     case 'approve':
     case 'deny': return { ...base, type: 'approval.respond', approvalId: approval?.id ?? 'none', decision: op.kind === 'approve' ? 'approve' : 'deny', by: 'u', note: null };
     case 'session.stop': return { ...base, type: 'session.stop', reason: 'user' };
-    case 'turn.settleInterrupt': return { ...base, type: 'turn.settleInterrupt', turnId };
+    case 'turn.settle': return { ...base, type: 'turn.settle', turnId, outcome: { kind: 'interrupted', cause: op.b % 2 ? 'provider' : 'deadline', reason: 'x' } };
+    case 'turn.fail': return { ...base, type: 'turn.settle', turnId, outcome: { kind: 'failed', error: 'provider broke' } };
+    case 'session.confirmStopped': return { ...base, type: 'session.confirmStopped' };
     case 'turn.repair': return { ...base, type: 'turn.repair', turnId, reason: 'test' };
     case 'rename': return { ...base, type: 'thread.rename', title: `r${n}` };
     case 'session.started': return ev({ type: 'session.started', providerSessionId: `ps${n}` });
@@ -90,6 +93,8 @@ function concrete(op: Op, view: ThreadView, n: number): Command {
     case 'delta': return ev(part?.tool ? { type: 'tool.inputDelta', turnId, partId, text: '{' } : { type: 'part.delta', turnId, partId, text: 'x' });
     case 'part.completed': return ev({ type: 'part.completed', turnId, partId, signature: null });
     case 'tool.inputReady': return ev({ type: 'tool.inputReady', turnId, partId, toolCallId: callId, input: {} });
+    case 'response.started': return ev({ type: 'response.started', turnId, step, responseId: `r${n}`, model: 'm' });
+    case 'response.completed': return ev({ type: 'response.completed', turnId, step, stopReason: op.a % 2 ? 'toolCalls' : 'stop', rawReason: null });
     case 'tools.started': return ev({ type: 'tools.started', turnId, step, toolCallIds: [callId] });
     case 'tool.executing': return ev({ type: 'tool.executing', turnId, partId, toolCallId: callId });
     case 'tool.result': return ev({ type: 'tool.result', turnId, partId, toolCallId: callId, output: 'ok' });

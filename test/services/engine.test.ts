@@ -32,7 +32,7 @@ describe('engine: commands through the lifecycle actors', () => {
         t.step(1),
         ...t.text('p1', 1, 'Let me ', 'look.'),
         ...t.toolCall('p2', 1, 'call-1', { cmd: 'npm test' }),
-        t.toolsStarted(1, ['call-1']),
+        ...t.toolsStarted(1, ['call-1']),
         t.approvalRequested('a1', 'p2', 'call-1'),
       ]),
     );
@@ -77,7 +77,7 @@ describe('engine: commands through the lifecycle actors', () => {
     await fx.engine.submit(createThread('th1'));
     await fx.engine.submit(startTurn('th1', 't1'));
     await fx.engine.submit(
-      record('th1', 't1', [t.sessionStarted(), t.started(), t.step(1), ...t.toolCall('p1', 1, 'c1', {}), t.toolsStarted(1, ['c1']), t.approvalRequested('a1', 'p1', 'c1')]),
+      record('th1', 't1', [t.sessionStarted(), t.started(), t.step(1), ...t.toolCall('p1', 1, 'c1', {}), ...t.toolsStarted(1, ['c1']), t.approvalRequested('a1', 'p1', 'c1')]),
     );
     await fx.engine.submit({ type: 'approval.respond', commandId: 'first', threadId: 'th1', approvalId: 'a1', decision: 'approve', by: 'alice', note: null });
     const second = { type: 'approval.respond', commandId: 'second', threadId: 'th1', approvalId: 'a1', decision: 'deny', by: 'bob', note: null } as const;
@@ -201,7 +201,7 @@ describe('engine: virtual actors', () => {
     const t = turnEvents('t1');
     await fx.engine.submit(createThread('th1'));
     await fx.engine.submit(startTurn('th1', 't1'));
-    await fx.engine.submit(record('th1', 't1', [t.sessionStarted(), t.started(), t.step(1), ...t.toolCall('p1', 1, 'c1', {}), t.toolsStarted(1, ['c1'])]));
+    await fx.engine.submit(record('th1', 't1', [t.sessionStarted(), t.started(), t.step(1), ...t.toolCall('p1', 1, 'c1', {}), ...t.toolsStarted(1, ['c1'])]));
     const before = fx.engine.liveStates('th1');
     fx.engine.passivate('th1');
     await fx.engine.submit(record('th1', 't1', []));

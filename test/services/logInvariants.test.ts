@@ -80,7 +80,7 @@ describe('log invariants, enforced by the engine before commit', () => {
   const attempts: Array<[Invariant, () => DomainEvent[]]> = [
     ['step-pairing', () => [{ type: 'part.started', turnId: 't1', partId: 'p1', step: 1, kind: 'text' }, t.stepFinished(1)]],
     ['step-pairing', () => [t.stepFinished(1), t.step(3)]],
-    ['tool-result-after-call', () => [...t.toolCall('p1', 1, 'c1', {}), t.toolsStarted(1, ['c1']), t.executing('p1', 'c1'), t.result('p1', 'c2', 'ok')]],
+    ['tool-result-after-call', () => [...t.toolCall('p1', 1, 'c1', {}), ...t.toolsStarted(1, ['c1']), t.executing('p1', 'c1'), t.result('p1', 'c2', 'ok')]],
     ['part-in-step', () => [{ type: 'part.started', turnId: 't1', partId: 'p1', step: 7, kind: 'text' }]],
     ['turn-scope', () => [t.stepFinished(1), t.completed(), { type: 'activity.recorded', turnId: 't1', kind: 'info', message: 'late', data: {} }]],
   ];

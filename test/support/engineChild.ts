@@ -32,7 +32,7 @@ async function repairScenario(): Promise<void> {
         ...t.text('p1', 1, 'Running two commands.'),
         ...t.toolCall('p2', 1, 'call-running', { cmd: 'make deploy' }),
         ...t.toolCall('p3', 1, 'call-waiting', { cmd: 'rm -rf dist' }),
-        t.toolsStarted(1, ['call-running', 'call-waiting']),
+        ...t.toolsStarted(1, ['call-running', 'call-waiting']),
         t.executing('p2', 'call-running'),
       ],
     },
@@ -47,7 +47,7 @@ async function repairScenario(): Promise<void> {
       type: 'turn.record',
       threadId: 'th2',
       turnId: 't9',
-      events: [u.sessionStarted(), u.started(), u.step(1), ...u.toolCall('q1', 1, 'call-q', {}), u.toolsStarted(1, ['call-q']), u.approvalRequested('ap1', 'q1', 'call-q')],
+      events: [u.sessionStarted(), u.started(), u.step(1), ...u.toolCall('q1', 1, 'call-q', {}), ...u.toolsStarted(1, ['call-q']), u.approvalRequested('ap1', 'q1', 'call-q')],
     },
     'c6',
   );
@@ -86,13 +86,13 @@ async function loop(seed: number): Promise<void> {
       for (let step = 1; step <= 1 + Math.floor(random() * 3); step++) {
         const parts: DomainEvent[] = [t.step(step), ...t.text(`${turnId}-s${step}-text`, step, ...Array.from({ length: 1 + Math.floor(random() * 5) }, () => 'chunk '))];
         const callId = `${turnId}-s${step}-call`;
-        parts.push(...t.toolCall(`${turnId}-s${step}-tool`, step, callId, { step }), t.toolsStarted(step, [callId]), t.executing(`${turnId}-s${step}-tool`, callId));
+        parts.push(...t.toolCall(`${turnId}-s${step}-tool`, step, callId, { step }), ...t.toolsStarted(step, [callId]), t.executing(`${turnId}-s${step}-tool`, callId));
         await submit({ type: 'turn.record', commandId: id('record'), threadId, turnId, events: parts });
         await submit({ type: 'turn.record', commandId: id('record'), threadId, turnId, events: [t.result(`${turnId}-s${step}-tool`, callId, 'ok'), t.stepFinished(step, 'toolCalls')] });
       }
       if (random() < 0.3) {
         await submit({ type: 'turn.interrupt', commandId: id('interrupt'), threadId, turnId, reason: 'user' });
-        await submit({ type: 'turn.settleInterrupt', commandId: id('settle'), threadId, turnId });
+        await submit({ type: 'turn.settle', commandId: id('settle'), threadId, turnId, outcome: { kind: 'interrupted', cause: 'deadline', reason: 'deadline' } });
       } else {
         await submit({ type: 'turn.record', commandId: id('record'), threadId, turnId, events: [t.completed()] });
       }

@@ -89,7 +89,12 @@ export function turnEvents(turnId: string) {
       { type: 'tool.inputDelta', turnId, partId, text: JSON.stringify(input) },
       { type: 'tool.inputReady', turnId, partId, toolCallId, input },
     ],
-    toolsStarted: (step: number, toolCallIds: string[]): DomainEvent => ({ type: 'tools.started', turnId, step, toolCallIds }),
+    responded: (step: number, stopReason = 'toolCalls'): DomainEvent => ({ type: 'response.completed', turnId, step, stopReason, rawReason: null }),
+    /** The answer ended asking for these tools: response.completed then tools.started. */
+    toolsStarted: (step: number, toolCallIds: string[]): DomainEvent[] => [
+      { type: 'response.completed', turnId, step, stopReason: 'toolCalls', rawReason: 'tool_use' },
+      { type: 'tools.started', turnId, step, toolCallIds },
+    ],
     executing: (partId: string, toolCallId: string): DomainEvent => ({ type: 'tool.executing', turnId, partId, toolCallId }),
     result: (partId: string, toolCallId: string, output: string): DomainEvent => ({ type: 'tool.result', turnId, partId, toolCallId, output }),
     approvalRequested: (approvalId: string, partId: string, toolCallId: string): DomainEvent => ({
