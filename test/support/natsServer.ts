@@ -25,6 +25,8 @@ export interface NatsServerOptions {
   /** Contents of a server config file (accounts, permissions…); port and store dir are still set here. */
   config?: string;
   jetstream?: boolean;
+  /** Extra environment for the server process (config files may read variables from it). */
+  env?: Record<string, string>;
 }
 
 export const missingNatsServerMessage =
@@ -76,7 +78,7 @@ export async function startNatsServer(options: NatsServerOptions = {}): Promise<
 
   const start = async (): Promise<void> => {
     if (child && child.exitCode === null && child.signalCode === null) return;
-    const proc = spawn('nats-server', args, { stdio: ['ignore', 'ignore', 'pipe'] });
+    const proc = spawn('nats-server', args, { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, ...options.env } });
     child = proc;
     running.add(proc);
     proc.once('exit', () => running.delete(proc));

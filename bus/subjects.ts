@@ -1,0 +1,55 @@
+import { TurnloomError } from '../services/errors.ts';
+
+/** Ids that appear in subjects must be one token: no dots, wildcards or spaces. */
+export const idPattern = /^[A-Za-z0-9_-]{1,128}$/;
+
+export function assertId(kind: string, id: string): void {
+  if (!idPattern.test(id)) throw new TurnloomError('invalid_payload', `${kind} "${id}" must match ${idPattern}`, { [kind]: id });
+}
+
+/**
+ * Every subject turnloom uses, under one prefix (default `turnloom`), so that
+ * several deployments can share a NATS server without hearing each other.
+ */
+export interface Subjects {
+  readonly prefix: string;
+  /** Headless API request/reply: `<p>.v1.api.<method>`. */
+  api(method: string): string;
+  readonly apiAll: string;
+  /** Committed thread events, each carrying its per-thread sequence: `<p>.v1.evt.<threadId>`. */
+  events(threadId: string): string;
+  readonly eventsAll: string;
+  /** Ephemeral live deltas (the typing effect), never stored: `<p>.v1.live.<threadId>`. */
+  live(threadId: string): string;
+  readonly liveAll: string;
+  /** Lifecycle actor snapshots as they change, for the live chart view: `<p>.v1.inspect.<threadId>`. */
+  inspect(threadId: string): string;
+  /** Turns offered to workers (queue group `workers`): `<p>.v1.work.dispatch`. */
+  readonly workDispatch: string;
+  /** Commands for one worker (interrupt, stop session): `<p>.v1.work.<workerId>.<command>`. */
+  work(workerId: string, command: string): string;
+  /** Canonical provider events a worker reports for a thread (request/reply, acknowledged after commit): `<p>.v1.provider.<threadId>`. */
+  provider(threadId: string): string;
+}
+
+export function subjects(prefix = 'turnloom'): Subjects {
+  if (!/^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$/.test(prefix)) throw new TurnloomError('invalid_payload', `invalid subject prefix "${prefix}"`);
+  const base = `${prefix}.v1`;
+  const withId = (kind: string, id: string) => {
+    assertId(kind, id);
+    return id;
+  };
+  return {
+    prefix,
+    api: (method) => `${base}.api.${method}`,
+    apiAll: `${base}.api.>`,
+    events: (threadId) => `${base}.evt.${withId('threadId', threadId)}`,
+    eventsAll: `${base}.evt.*`,
+    live: (threadId) => `${base}.live.${withId('threadId', threadId)}`,
+    liveAll: `${base}.live.*`,
+    inspect: (threadId) => `${base}.inspect.${withId('threadId', threadId)}`,
+    workDispatch: `${base}.work.dispatch`,
+    work: (workerId, command) => `${base}.work.${withId('workerId', workerId)}.${command}`,
+    provider: (threadId) => `${base}.provider.${withId('threadId', threadId)}`,
+  };
+}

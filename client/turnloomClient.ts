@@ -1,0 +1,47 @@
+import { type Bus, type ContentType, MSGPACK, type Subjects, decode, encode, subjects as subjectsFor } from '../bus/index.ts';
+import type { ApiMethod, ApiParamsIn, ApiResults } from '../services/api/index.ts';
+import { type ErrorBody, TurnloomError } from '../services/errors.ts';
+import { ThreadWatch } from './threadWatch.ts';
+
+export interface ClientOptions {
+  /** Subject prefix of the deployment (default `turnloom`). */
+  prefix?: string;
+  /** Sent as `authorization: Bearer <token>`. */
+  token?: string;
+  /** msgpack (default) or JSON on the wire. */
+  contentType?: ContentType;
+  timeoutMs?: number;
+}
+
+/** A typed caller of the headless API over any bus. */
+export class TurnloomClient {
+  readonly bus: Bus;
+  readonly subjects: Subjects;
+  private readonly options: ClientOptions;
+
+  constructor(bus: Bus, options: ClientOptions = {}) {
+    this.bus = bus;
+    this.subjects = subjectsFor(options.prefix);
+    this.options = options;
+  }
+
+  /** Calls a method; a `{ error }` answer is thrown as a `TurnloomError` with its code. */
+  async call<M extends ApiMethod>(method: M, params: ApiParamsIn<M>): Promise<ApiResults[M]> {
+    const contentType = this.options.contentType ?? MSGPACK;
+    const headers: Record<string, string> = { 'content-type': contentType };
+    if (this.options.token) headers.authorization = `Bearer ${this.options.token}`;
+    const reply = await this.bus.request(this.subjects.api(method), encode(params, contentType), { headers, timeoutMs: this.options.timeoutMs ?? 10_000 });
+    const body = decode(reply.data, reply.headers['content-type'] === 'application/json' ? 'application/json' : contentType) as
+      | { result: ApiResults[M] }
+      | { error: ErrorBody };
+    if ('error' in body) throw TurnloomError.fromJSON(body.error);
+    return body.result;
+  }
+
+  /** A live, self-healing view of one thread (see `ThreadWatch`). */
+  async watchThread(threadId: string): Promise<ThreadWatch> {
+    const watch = new ThreadWatch(this, threadId);
+    await watch.start();
+    return watch;
+  }
+}

@@ -1,0 +1,140 @@
+import { createHash, randomUUID } from 'node:crypto';
+import type { ProviderChoice } from '../engine/domainEvents.ts';
+import type { Engine } from '../engine/engine.ts';
+import { TurnloomError } from '../errors.ts';
+import { type ApiResults, MAX_CATCH_UP, type PendingApproval } from './apiResults.ts';
+import type { ApiMethod, ApiParams } from './apiSchemas.ts';
+import type { Principal, Scope } from './auth.ts';
+
+export interface ApiContext {
+  engine: Engine;
+  principal: Principal;
+  defaultProvider: ProviderChoice;
+  service: { name: string; version: string; instance: string; startedAt: number };
+}
+
+interface Handler<M extends ApiMethod> {
+  /** `null`: anyone may call it (health). */
+  scope: Scope | null;
+  handle(context: ApiContext, params: ApiParams<M>): Promise<ApiResults[M]>;
+}
+
+/** Ids a client left out are derived from the command id, so a retry names the same thread or turn. */
+const derivedId = (kind: string, commandId: string) => `${kind}_${createHash('sha256').update(commandId).digest('hex').slice(0, 24)}`;
+const commandIdOf = (params: { commandId?: string | undefined }) => params.commandId ?? randomUUID();
+
+export const apiHandlers: { [M in ApiMethod]: Handler<M> } = {
+  'thread.create': {
+    scope: 'operate',
+    handle: ({ engine }, params) => {
+      const commandId = commandIdOf(params);
+      const threadId = params.threadId ?? derivedId('thr', commandId);
+      return engine.submit({ type: 'thread.create', commandId, threadId, title: params.title, workspace: params.workspace });
+    },
+  },
+  'thread.rename': {
+    scope: 'operate',
+    handle: ({ engine }, params) => engine.submit({ type: 'thread.rename', commandId: commandIdOf(params), threadId: params.threadId, title: params.title }),
+  },
+  'thread.archive': {
+    scope: 'admin',
+    handle: ({ engine }, params) => engine.submit({ type: 'thread.archive', commandId: commandIdOf(params), threadId: params.threadId }),
+  },
+  'thread.list': {
+    scope: 'read',
+    handle: async ({ engine }, params) => ({ threads: engine.listThreads().filter((thread) => params.includeArchived || !thread.archived) }),
+  },
+  'thread.get': {
+    scope: 'read',
+    handle: async ({ engine }, params) => {
+      const thread = await engine.getThread(params.threadId);
+      return { thread, seq: thread.seq };
+    },
+  },
+  'thread.events': {
+    scope: 'read',
+    handle: async ({ engine }, params) => {
+      const lastSeq = (await engine.getThread(params.threadId)).seq;
+      if (lastSeq - params.after > MAX_CATCH_UP) return { events: [], lastSeq, snapshotRequired: true };
+      return { events: engine.readEvents(params.threadId, params.after, params.limit), lastSeq, snapshotRequired: false };
+    },
+  },
+  'turn.start': {
+    scope: 'operate',
+    handle: async ({ engine, defaultProvider }, params) => {
+      const commandId = commandIdOf(params);
+      const turnId = params.turnId ?? derivedId('turn', commandId);
+      const result = await engine.submit({
+        type: 'turn.start',
+        commandId,
+        threadId: params.threadId,
+        turnId,
+        input: params.input,
+        provider: params.provider ?? defaultProvider,
+      });
+      return { ...result, turnId };
+    },
+  },
+  'turn.interrupt': {
+    scope: 'operate',
+    handle: ({ engine }, params) =>
+      engine.submit({ type: 'turn.interrupt', commandId: commandIdOf(params), threadId: params.threadId, turnId: params.turnId ?? null, reason: params.reason }),
+  },
+  'approval.respond': {
+    scope: 'approve',
+    // Who decided is the authenticated principal, never a field the caller could forge.
+    handle: ({ engine, principal }, params) =>
+      engine.submit({
+        type: 'approval.respond',
+        commandId: commandIdOf(params),
+        threadId: params.threadId,
+        approvalId: params.approvalId,
+        decision: params.decision,
+        by: principal.name,
+        note: params.note,
+      }),
+  },
+  'approval.list': {
+    scope: 'read',
+    handle: async ({ engine }, params) => {
+      // Pending approvals only live in open turns, so only those threads are read.
+      const threadIds = params.threadId ? [params.threadId] : [...new Set(engine.listOpenTurns().map(({ threadId }) => threadId))];
+      const approvals: PendingApproval[] = [];
+      for (const threadId of threadIds) {
+        const thread = await engine.getThread(threadId);
+        for (const turnId of thread.turnIds) {
+          for (const approval of thread.turns[turnId]!.approvals) {
+            if (approval.state === 'pending') approvals.push({ ...approval, threadId, turnId });
+          }
+        }
+      }
+      return { approvals };
+    },
+  },
+  'checkpoint.diff': {
+    scope: 'read',
+    handle: async ({ engine }, params) => {
+      await engine.getThread(params.threadId);
+      throw new TurnloomError('unavailable', 'checkpoints are recorded but not yet captured from git, so there is no diff to show', { threadId: params.threadId });
+    },
+  },
+  'checkpoint.revert': {
+    scope: 'operate',
+    handle: ({ engine }, params) => engine.submit({ type: 'checkpoint.revert', commandId: commandIdOf(params), threadId: params.threadId, checkpointId: params.checkpointId }),
+  },
+  'session.stop': {
+    scope: 'operate',
+    handle: ({ engine }, params) => engine.submit({ type: 'session.stop', commandId: commandIdOf(params), threadId: params.threadId, reason: params.reason }),
+  },
+  health: {
+    scope: null,
+    handle: async ({ engine, service }) => ({
+      status: 'ok',
+      service: service.name,
+      version: service.version,
+      instance: service.instance,
+      uptimeMs: Date.now() - service.startedAt,
+      loadedThreads: engine.loadedThreadCount,
+    }),
+  },
+};

@@ -1,0 +1,42 @@
+import { z } from 'zod';
+import { idPattern } from '../../bus/subjects.ts';
+
+const id = z.string().regex(idPattern, 'must be 1-128 letters, digits, "_" or "-"');
+const commandId = z.string().min(1).max(200).optional().describe('Stays the same across retries; generated and returned when absent.');
+const provider = z
+  .object({ name: z.string().min(1).max(64), model: z.string().min(1).max(200).nullable().default(null) })
+  .strict()
+  .describe('Which adapter runs the turn; defaults to the server’s provider.');
+
+/**
+ * The parameters of every API method. Unknown fields are refused
+ * (`invalid_payload`), so a typo never passes silently.
+ */
+export const apiParams = {
+  'thread.create': z
+    .object({ commandId, threadId: id.optional(), title: z.string().max(200).default('New thread'), workspace: z.string().max(4096).nullable().default(null) })
+    .strict(),
+  'thread.rename': z.object({ commandId, threadId: id, title: z.string().min(1).max(200) }).strict(),
+  'thread.archive': z.object({ commandId, threadId: id }).strict(),
+  'thread.list': z.object({ includeArchived: z.boolean().default(false) }).strict(),
+  'thread.get': z.object({ threadId: id }).strict(),
+  'thread.events': z.object({ threadId: id, after: z.number().int().min(0), limit: z.number().int().min(1).max(1_000).default(1_000) }).strict(),
+  'turn.start': z.object({ commandId, threadId: id, turnId: id.optional(), input: z.object({ text: z.string().min(1).max(200_000) }).strict(), provider: provider.optional() }).strict(),
+  'turn.interrupt': z.object({ commandId, threadId: id, turnId: id.optional(), reason: z.string().max(1_000).default('interrupted by the user') }).strict(),
+  'approval.respond': z.object({ commandId, threadId: id, approvalId: id, decision: z.enum(['approve', 'deny']), note: z.string().max(2_000).nullable().default(null) }).strict(),
+  'approval.list': z.object({ threadId: id.optional() }).strict(),
+  'checkpoint.diff': z.object({ threadId: id, checkpointId: id.optional() }).strict(),
+  'checkpoint.revert': z.object({ commandId, threadId: id, checkpointId: id }).strict(),
+  'session.stop': z.object({ commandId, threadId: id, reason: z.string().max(1_000).default('stopped by the user') }).strict(),
+  health: z.object({}).strict(),
+} as const;
+
+export type ApiMethod = keyof typeof apiParams;
+/** What a caller sends (defaults may be left out). */
+export type ApiParamsIn<M extends ApiMethod> = z.input<(typeof apiParams)[M]>;
+/** What a handler receives, defaults filled in. */
+export type ApiParams<M extends ApiMethod> = z.output<(typeof apiParams)[M]>;
+
+export const apiMethods = Object.keys(apiParams) as ApiMethod[];
+
+export const isApiMethod = (name: string): name is ApiMethod => Object.hasOwn(apiParams, name);

@@ -1,0 +1,156 @@
+import { randomUUID } from 'node:crypto';
+import { type Bus, type BusMessage, type BusSubscription, type ContentType, JSON_TYPE, type Subjects, contentTypeOf, decode, encode } from '../../bus/index.ts';
+import type { ProviderChoice } from '../engine/domainEvents.ts';
+import type { Engine } from '../engine/engine.ts';
+import { TurnloomError } from '../errors.ts';
+import { type ApiContext, apiHandlers } from './apiHandlers.ts';
+import { type ApiMethod, apiMethods, apiParams, isApiMethod } from './apiSchemas.ts';
+import { type Authenticator, type Principal, requireScope } from './auth.ts';
+import { type EndpointStats, serveDiscovery } from './serviceDiscovery.ts';
+
+export interface ApiServerOptions {
+  bus: Bus;
+  engine: Engine;
+  subjects: Subjects;
+  auth: Authenticator;
+  defaultProvider: ProviderChoice;
+  /** Larger requests are refused with `invalid_payload` before decoding. Default 1 MiB. */
+  maxPayloadBytes?: number;
+  version: string;
+}
+
+export const API_QUEUE_GROUP = 'turnloom-api';
+
+/** Who calls a method that needs no scope (health): nobody in particular. */
+const unauthenticated: Principal = { name: 'anonymous', scopes: new Set() };
+
+/**
+ * The headless API: request/reply on `<prefix>.v1.api.<method>`, JSON or
+ * msgpack by content type, every answer `{ result }` or `{ error: { code,
+ * message, details } }`. Mutating methods go through the engine with a command
+ * id, so retries are safe.
+ */
+export class ApiServer {
+  private readonly options: ApiServerOptions;
+  private readonly maxPayload: number;
+  private readonly stats = new Map<string, EndpointStats>();
+  private readonly subscriptions: BusSubscription[] = [];
+  private readonly inflight = new Set<Promise<void>>();
+  readonly instance = randomUUID().replaceAll('-', '').slice(0, 22);
+  private readonly startedAt = new Date();
+
+  constructor(options: ApiServerOptions) {
+    this.options = options;
+    this.maxPayload = options.maxPayloadBytes ?? 1024 * 1024;
+    for (const method of apiMethods) {
+      this.stats.set(method, { name: method, subject: options.subjects.api(method), requests: 0, errors: 0, lastError: null, processingNanos: 0 });
+    }
+  }
+
+  start(): this {
+    const { bus, subjects } = this.options;
+    this.subscriptions.push(
+      bus.subscribe(subjects.apiAll, (message) => this.track(this.handle(message)), { queue: API_QUEUE_GROUP }),
+      ...serveDiscovery(
+        bus,
+        {
+          name: subjects.prefix === 'turnloom' ? 'turnloom' : subjects.prefix.replace(/[^A-Za-z0-9_-]/g, '_'),
+          id: this.instance,
+          version: this.options.version,
+          description: 'turnloom headless API: threads, turns, approvals over request/reply',
+          metadata: { prefix: subjects.prefix },
+          queueGroup: API_QUEUE_GROUP,
+          startedAt: this.startedAt,
+        },
+        () => [...this.stats.values()],
+      ),
+    );
+    return this;
+  }
+
+  private track(work: Promise<void>): void {
+    this.inflight.add(work);
+    void work.finally(() => this.inflight.delete(work));
+  }
+
+  private async handle(message: BusMessage): Promise<void> {
+    if (!message.reply) return; // A bare publish cannot be answered; the API is request/reply only.
+    const started = process.hrtime.bigint();
+    const method = message.subject.slice(this.options.subjects.api('').length);
+    let contentType: ContentType = JSON_TYPE;
+    let body: unknown;
+    try {
+      contentType = contentTypeOf(message.headers, message.data);
+      body = { result: await this.dispatch(method, message, contentType) };
+    } catch (error) {
+      body = { error: this.errorBody(error) };
+    }
+    const stats = isApiMethod(method) ? this.stats.get(method) : undefined;
+    if (stats) {
+      stats.requests += 1;
+      stats.processingNanos += Number(process.hrtime.bigint() - started);
+      if ('error' in (body as object)) {
+        stats.errors += 1;
+        stats.lastError = (body as { error: { message: string } }).error.message;
+      }
+    }
+    this.reply(message.reply, body, contentType);
+  }
+
+  private async dispatch(method: string, message: BusMessage, contentType: ContentType): Promise<unknown> {
+    if (message.data.length > this.maxPayload) {
+      throw new TurnloomError('invalid_payload', `payload of ${message.data.length} bytes is over the ${this.maxPayload}-byte limit`, {
+        size: message.data.length,
+        limit: this.maxPayload,
+      });
+    }
+    if (!isApiMethod(method)) throw new TurnloomError('not_found', `unknown method "${method}"`, { method, methods: apiMethods });
+    const handler = apiHandlers[method];
+    const principal = handler.scope ? this.options.auth.principalFor(message.headers) : unauthenticated;
+    if (handler.scope) requireScope(principal, handler.scope, method);
+    const raw = decode(message.data, contentType);
+    const parsed = apiParams[method].safeParse(raw);
+    if (!parsed.success) {
+      throw new TurnloomError('invalid_payload', `invalid parameters for ${method}`, {
+        issues: parsed.error.issues.map(({ path, message: text }) => ({ path: path.join('.'), message: text })),
+      });
+    }
+    const context: ApiContext = {
+      engine: this.options.engine,
+      principal,
+      defaultProvider: this.options.defaultProvider,
+      service: { name: 'turnloom', version: this.options.version, instance: this.instance, startedAt: this.startedAt.getTime() },
+    };
+    return (handler.handle as (context: ApiContext, params: unknown) => Promise<unknown>)(context, parsed.data);
+  }
+
+  private errorBody(error: unknown) {
+    if (error instanceof TurnloomError) return error.toJSON();
+    console.error('turnloom api: unexpected error', error);
+    return { code: 'internal', message: 'internal error', details: {} };
+  }
+
+  private reply(subject: string, body: unknown, contentType: ContentType): void {
+    let data = encode(body, contentType);
+    if (data.length > this.maxPayload) {
+      const error = new TurnloomError('unavailable', `the answer (${data.length} bytes) is over the ${this.maxPayload}-byte limit; page with thread.events`, {
+        size: data.length,
+        limit: this.maxPayload,
+      });
+      data = encode({ error: error.toJSON() }, contentType);
+    }
+    try {
+      this.options.bus.publish(subject, data, { headers: { 'content-type': contentType } });
+    } catch (error) {
+      console.error('turnloom api: could not reply', error);
+    }
+  }
+
+  /** Stops taking requests and waits for those in flight to be answered. */
+  async stop(): Promise<void> {
+    for (const subscription of this.subscriptions.splice(0)) subscription.unsubscribe();
+    await Promise.allSettled([...this.inflight]);
+  }
+}
+
+export type { ApiMethod };

@@ -1,0 +1,10 @@
+export { ApiServer, API_QUEUE_GROUP } from './apiServer.ts';
+export type { ApiServerOptions } from './apiServer.ts';
+export { apiParams, apiMethods, isApiMethod } from './apiSchemas.ts';
+export type { ApiMethod, ApiParams, ApiParamsIn } from './apiSchemas.ts';
+export type { ApiResults, ApiResult, MutationResult, PendingApproval } from './apiResults.ts';
+export { MAX_CATCH_UP } from './apiResults.ts';
+export { Authenticator, authConfigSchema, requireScope, scopes } from './auth.ts';
+export type { AuthConfig, Principal, Scope } from './auth.ts';
+export { publishCommittedEvents } from './eventPublisher.ts';
+export { serveDiscovery } from './serviceDiscovery.ts';

@@ -1,0 +1,131 @@
+import { readFileSync } from 'node:fs';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { LmdbStore } from '../../adapters/lmdbStore.ts';
+import { type Bus, type BusError, NatsBus } from '../../bus/index.ts';
+import { TurnloomClient } from '../../client/index.ts';
+import { TurnloomError } from '../../services/errors.ts';
+import { type TurnloomServer, startTurnloomServer } from '../../services/turnloomServer.ts';
+import { type ApiFixture, openApiFixture } from '../support/apiFixture.ts';
+import { turnEvents } from '../support/engineFixture.ts';
+import { type NatsServerHandle, startNatsServer } from '../support/natsServer.ts';
+import { tempDir } from '../support/tempDir.ts';
+
+const tokens = {
+  'reader-token-0123456789': { principal: 'riley', scopes: ['read' as const] },
+  'operator-token-0123456789': { principal: 'olive', scopes: ['read' as const, 'operate' as const] },
+  'approver-token-0123456789': { principal: 'ada', scopes: ['read' as const, 'approve' as const] },
+};
+
+async function codeOf(promise: Promise<unknown>): Promise<string> {
+  return promise.then(
+    () => 'ok',
+    (error: TurnloomError) => error.code,
+  );
+}
+
+describe('principals and scopes', () => {
+  let fx: ApiFixture;
+  let clientFor: (token?: string) => Promise<TurnloomClient>;
+  beforeAll(async () => {
+    fx = await openApiFixture({ auth: { tokens } });
+    clientFor = (token) => fx.client(token ? { token } : {});
+  });
+  afterAll(async () => {
+    await fx.dispose();
+  });
+
+  it('lets a read-only principal read, but not start a turn or answer an approval', async () => {
+    const operator = await clientFor('operator-token-0123456789');
+    const reader = await clientFor('reader-token-0123456789');
+    const { threadId } = await operator.call('thread.create', { title: 'scoped' });
+    const { turnId } = await operator.call('turn.start', { threadId, input: { text: 'go' } });
+    const t = turnEvents(turnId);
+    await fx.server.engine.submit({
+      type: 'turn.record',
+      commandId: 'scoped-record',
+      threadId,
+      turnId,
+      events: [t.sessionStarted(), t.started(), t.step(1), ...t.toolCall('p1', 1, 'c1', {}), ...t.toolsStarted(1, ['c1']), t.approvalRequested('a1', 'p1', 'c1')],
+    });
+    const before = fx.store.lastSeq();
+
+    expect((await reader.call('thread.get', { threadId })).thread.title).toBe('scoped');
+    const refused = await reader.call('turn.start', { threadId, input: { text: 'sneaky' } }).catch((error: TurnloomError) => error);
+    expect(refused).toMatchObject({ code: 'forbidden', details: { principal: 'riley', scope: 'operate', method: 'turn.start' } });
+    expect(await codeOf(reader.call('approval.respond', { threadId, approvalId: 'a1', decision: 'approve' }))).toBe('forbidden');
+    expect(await codeOf(operator.call('approval.respond', { threadId, approvalId: 'a1', decision: 'approve' }))).toBe('forbidden');
+    expect(fx.store.lastSeq()).toBe(before);
+
+    const approver = await clientFor('approver-token-0123456789');
+    await approver.call('approval.respond', { threadId, approvalId: 'a1', decision: 'deny', note: 'not today' });
+    const approval = (await reader.call('thread.get', { threadId })).thread.turns[turnId]!.approvals[0]!;
+    expect(approval).toMatchObject({ state: 'denied', decidedBy: 'ada', note: 'not today' });
+  });
+
+  it('refuses a missing or unknown token, but answers health to anyone', async () => {
+    expect(await codeOf((await clientFor()).call('thread.list', {}))).toBe('forbidden');
+    expect(await codeOf((await clientFor('wrong-token-0123456789')).call('thread.list', {}))).toBe('forbidden');
+    expect((await (await clientFor()).call('health', {})).status).toBe('ok');
+  });
+});
+
+describe('the shipped NATS permissions (docs/nats/turnloom-permissions.conf) on a real server', () => {
+  const passwords = { TURNLOOM_ENGINE_PASSWORD: 'engine-secret', TURNLOOM_CLIENT_PASSWORD: 'client-secret', TURNLOOM_WORKER_PASSWORD: 'worker-secret' };
+  let nats: NatsServerHandle;
+  let server: TurnloomServer;
+  const dir = tempDir('turnloom-perm-');
+  const buses: Bus[] = [];
+  const as = async (user: 'engine' | 'client' | 'worker') => {
+    const bus = await NatsBus.connect({ servers: nats.url, user, pass: passwords[`TURNLOOM_${user.toUpperCase()}_PASSWORD` as keyof typeof passwords] });
+    buses.push(bus);
+    return bus;
+  };
+  beforeAll(async () => {
+    nats = await startNatsServer({ config: readFileSync(new URL('../../docs/nats/turnloom-permissions.conf', import.meta.url), 'utf8'), env: passwords });
+    server = await startTurnloomServer({ bus: await as('engine'), store: LmdbStore.open(dir.path) });
+  });
+  afterAll(async () => {
+    await server.stop();
+    await Promise.all(buses.map((bus) => bus.close()));
+    await nats.dispose();
+    dir.remove();
+  });
+
+  it('lets a client call the API and hear events', async () => {
+    const client = new TurnloomClient(await as('client'));
+    const { threadId } = await client.call('thread.create', { title: 'permitted' });
+    const watch = await client.watchThread(threadId);
+    await client.call('thread.rename', { threadId, title: 'still permitted' });
+    await expect.poll(() => watch.context.view?.title).toBe('still permitted');
+    watch.close();
+  });
+
+  it('refuses a client that publishes to an internal subject, and nobody hears it', async () => {
+    const engineSide = await as('engine');
+    const heard: string[] = [];
+    engineSide.subscribe('turnloom.v1.provider.>', (message) => heard.push(message.subject));
+    const client = await as('client');
+    const errors: BusError[] = [];
+    client.onError((error) => errors.push(error));
+    await engineSide.flush();
+    client.publish('turnloom.v1.provider.th1', new TextEncoder().encode('{"forged":true}'));
+    client.publish('turnloom.v1.evt.th1', new TextEncoder().encode('{"forged":true}'));
+    await client.flush().catch(() => undefined);
+    await expect.poll(() => errors.length, { timeout: 5_000 }).toBeGreaterThanOrEqual(1);
+    expect(errors[0]).toMatchObject({ kind: 'permission' });
+    expect(errors[0]!.message).toMatch(/permissions violation/i);
+    await sleep(100);
+    expect(heard).toEqual([]);
+  });
+
+  it('keeps a worker to its own subjects', async () => {
+    const worker = await as('worker');
+    const errors: BusError[] = [];
+    worker.onError((error) => errors.push(error));
+    worker.publish('turnloom.v1.api.thread.create', new TextEncoder().encode('{}'));
+    await worker.flush().catch(() => undefined);
+    await expect.poll(() => errors.length, { timeout: 5_000 }).toBeGreaterThanOrEqual(1);
+    expect(server.engine.listThreads().map((thread) => thread.title)).not.toContain('New thread');
+  });
+});
