@@ -13,6 +13,7 @@ export type TurnEvent =
   | { type: 'part.started'; partId: string }
   | { type: 'response.completed' }
   | { type: 'tools.started'; toolCallIds: readonly string[] }
+  | { type: 'tool.executing'; toolCallId: string }
   | { type: 'approval.requested'; approvalId: string }
   | { type: 'approval.granted'; approvalId: string }
   | { type: 'approval.denied'; approvalId: string }
@@ -35,6 +36,7 @@ export const turnEventDescriptions: Record<TurnEvent['type'], string> = {
   'part.started': 'The model produced its first (or next) piece of output in this step.',
   'response.completed': 'The provider finished its answer (with a stop reason); a second completion is refused.',
   'tools.started': 'The answer asked for tools; the harness now runs them in order.',
+  'tool.executing': 'A tool starts running; refused once an interrupt is recorded, so nothing starts after a stop.',
   'approval.requested': 'A tool needs a person to allow it; the turn waits on a durable fact, not a callback.',
   'approval.granted': 'The pending approval was allowed; tools continue.',
   'approval.denied': 'The pending approval was refused; the tool gets an error result and tools continue.',
@@ -111,6 +113,7 @@ export const turnMachine = setup({
         runningTools: {
           description: 'The tools the model asked for run one after another.',
           on: {
+            'tool.executing': 'runningTools',
             'approval.requested': 'awaitingApproval',
             'step.finished': 'betweenSteps',
             'turn.interruptRequested': '#turn.interrupting.stepOpen',

@@ -90,8 +90,7 @@ export function decide(command: Command, draft: ThreadDraft): number {
     }
     case 'turn.settle': {
       const turn = draft.view.turns[command.turnId];
-      const settling = command.outcome.kind === 'failed' ? draft.view.openTurnId === command.turnId : turn?.state.startsWith('interrupting');
-      if (!turn || !settling) throw new IllegalTransition('turn', turn?.state ?? 'absent', command.outcome.kind === 'failed' ? 'turn.failed' : 'turn.interrupted');
+      if (!turn || draft.view.openTurnId !== command.turnId) throw new IllegalTransition('turn', turn?.state ?? 'absent', command.outcome.kind === 'failed' ? 'turn.failed' : 'turn.interrupted');
       settleOpenTurn(draft, command.turnId, command.outcome);
       return 0;
     }

@@ -80,7 +80,7 @@ export function routeEvent(event: DomainEvent): Delivery[] {
     case 'tool.inputReady':
       return [part(event.partId, { type: 'tool.inputReady' })];
     case 'tool.executing':
-      return [part(event.partId, { type: 'tool.executing' })];
+      return [turn(event.turnId, { type: 'tool.executing', toolCallId: event.toolCallId }), part(event.partId, { type: 'tool.executing' })];
     case 'tool.result':
       return [part(event.partId, { type: 'tool.result' })];
     case 'tool.failed':

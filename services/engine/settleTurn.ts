@@ -22,6 +22,8 @@ const isOpen = (state: string) => state === 'pending' || state.startsWith('runni
 export function settleOpenTurn(draft: ThreadDraft, turnId: string, outcome: TurnOutcome): void {
   const turn = () => draft.view.turns[turnId]!;
   const reason = outcome.kind === 'failed' ? outcome.error : outcome.reason;
+  // A session still starting for this turn will not come up any more: say so, or it would wait forever.
+  if (draft.view.session.state === 'starting') draft.emit({ type: 'session.failed', reason: `the session never started: ${reason}` });
   if (outcome.kind === 'interrupted' && !turn().state.startsWith('interrupting')) draft.emit({ type: 'turn.interruptRequested', turnId, reason });
 
   for (const approval of turn().approvals) {

@@ -19,6 +19,7 @@ export const sampleEvents: { [N in LifecycleMachineName]: Samples<{ session: Ses
     'part.started': { type: 'part.started', partId: 'p1' },
     'response.completed': { type: 'response.completed' },
     'tools.started': { type: 'tools.started', toolCallIds: ['c1'] },
+    'tool.executing': { type: 'tool.executing', toolCallId: 'c1' },
     'approval.requested': { type: 'approval.requested', approvalId: 'a1' },
     'approval.granted': { type: 'approval.granted', approvalId: 'a1' },
     'approval.denied': { type: 'approval.denied', approvalId: 'a1' },
