@@ -1,8 +1,11 @@
 import type { ThreadStore } from '../adapters/threadStore.ts';
-import { type Bus, type Subjects, subjects as subjectsFor } from '../bus/index.ts';
+import { type Bus, MSGPACK, type Subjects, encode, subjects as subjectsFor } from '../bus/index.ts';
 import { ApiServer, type AuthConfig, Authenticator, publishCommittedEvents } from './api/index.ts';
 import type { ProviderChoice } from './engine/domainEvents.ts';
 import { Engine } from './engine/engine.ts';
+import { InterruptDeadlines } from './runtime/interruptDeadlines.ts';
+import type { ProviderAdapter } from './runtime/providerAdapter.ts';
+import { TurnRunner, type TurnRunnerOptions } from './runtime/turnRunner.ts';
 
 export const VERSION = '0.1.0';
 
@@ -14,11 +17,20 @@ export interface TurnloomServerOptions {
   auth?: AuthConfig | null;
   defaultProvider?: ProviderChoice;
   maxPayloadBytes?: number;
+  /**
+   * Run turns in this process with these providers, by name. Left out, turns
+   * wait for a worker (tests drive them by hand).
+   */
+  providers?: Record<string, ProviderAdapter>;
+  runner?: Omit<TurnRunnerOptions, 'engine' | 'adapterFor' | 'live'>;
+  /** An interrupt nobody confirms is settled after this long (default 10 s). */
+  interruptDeadlineMs?: number;
 }
 
 export interface TurnloomServer {
   engine: Engine;
   api: ApiServer;
+  runner: TurnRunner | null;
   subjects: Subjects;
   /** Stops taking requests, answers those in flight, closes the engine and its store. */
   stop(): Promise<void>;
@@ -38,12 +50,31 @@ export async function startTurnloomServer(options: TurnloomServerOptions): Promi
     ...(options.maxPayloadBytes ? { maxPayloadBytes: options.maxPayloadBytes } : {}),
     version: VERSION,
   }).start();
+  const deadlines = await new InterruptDeadlines(engine, options.interruptDeadlineMs ?? 10_000).start();
+  const providers = options.providers;
+  const runner = providers
+    ? await new TurnRunner({
+        ...options.runner,
+        engine,
+        adapterFor: (choice) => providers[choice.name],
+        live: (threadId, delta) => {
+          try {
+            options.bus.publish(subjects.live(threadId), encode(delta, MSGPACK), { headers: { 'content-type': MSGPACK } });
+          } catch {
+            // Live deltas are best effort; the durable ones are in the log.
+          }
+        },
+      }).start()
+    : null;
   return {
     engine,
     api,
+    runner,
     subjects,
     stop: async () => {
       await api.stop();
+      await runner?.stop();
+      deadlines.stop();
       await engine.close();
       unpublish();
     },

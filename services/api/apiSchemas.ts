@@ -2,11 +2,11 @@ import { z } from 'zod';
 import { idPattern } from '../../bus/subjects.ts';
 
 const id = z.string().regex(idPattern, 'must be 1-128 letters, digits, "_" or "-"');
-const commandId = z.string().min(1).max(200).optional().describe('Stays the same across retries; generated and returned when absent.');
+const commandId = z.string().min(1).max(200).optional().describe('Stays the same across retries; generated and returned when absent');
 const provider = z
   .object({ name: z.string().min(1).max(64), model: z.string().min(1).max(200).nullable().default(null) })
   .strict()
-  .describe('Which adapter runs the turn; defaults to the server’s provider.');
+  .describe('Which adapter runs the turn; defaults to the server’s provider');
 
 /**
  * The parameters of every API method. Unknown fields are refused

@@ -1,0 +1,196 @@
+import { randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { z } from 'zod';
+import {
+  type ProviderAdapter,
+  ProviderError,
+  type ProviderRequest,
+  type ToolCall,
+  type ToolExecutor,
+  type ToolResult,
+} from '../../services/runtime/providerAdapter.ts';
+import type { ProviderEvent } from '../../services/runtime/providerEvents.ts';
+
+const usage = z.object({ input: z.number().int().min(0), output: z.number().int().min(0), reasoning: z.number().int().min(0), cacheRead: z.number().int().min(0), cacheWrite: z.number().int().min(0) }).partial().strict();
+
+/** One thing the scripted model does, in order, within a step. */
+const scriptItem = z.union([
+  z.object({ text: z.string() }).strict(),
+  z.object({ reasoning: z.string(), signature: z.string().optional() }).strict(),
+  z
+    .object({
+      toolCall: z
+        .object({
+          name: z.string().min(1),
+          input: z.record(z.string(), z.unknown()).default({}),
+          /** What the tool returns when run. */
+          result: z.string().default('ok'),
+          /** When set, the tool fails with this message instead. */
+          error: z.string().optional(),
+          /** Whether a person must allow it first. */
+          approval: z.boolean().default(false),
+          /** How long the tool runs, in ms. */
+          durationMs: z.number().int().min(0).max(600_000).default(0),
+        })
+        .strict(),
+    })
+    .strict(),
+  z.object({ wait: z.number().int().min(0).max(600_000) }).strict(),
+  z
+    .object({
+      error: z
+        .object({
+          kind: z.enum(['rateLimit', 'overloaded', 'connection', 'contextOverflow', 'authentication', 'invalidRequest', 'server']),
+          message: z.string().default('scripted failure'),
+          status: z.number().int().nullable().default(null),
+          retryAfterMs: z.number().int().min(0).nullable().default(null),
+        })
+        .strict(),
+      /** Fail only the first this-many attempts of the step, then carry on past this item. */
+      times: z.number().int().min(1).optional(),
+    })
+    .strict(),
+  z.object({ usage }).strict(),
+]);
+
+export const scriptSchema = z
+  .object({
+    model: z.string().default('scripted-1'),
+    /** Characters per text delta. */
+    chunkSize: z.number().int().min(1).default(16),
+    /** Pause between deltas, in ms. */
+    delayMs: z.number().int().min(0).default(0),
+    /** One list of items per model call; the turn's n-th call plays `steps[n-1]` (the last repeats). */
+    steps: z.array(z.array(scriptItem)).min(1),
+  })
+  .strict();
+
+export type Script = z.output<typeof scriptSchema>;
+export type ScriptInput = z.input<typeof scriptSchema>;
+type ToolCallItem = Extract<Script['steps'][number][number], { toolCall: unknown }>['toolCall'];
+
+/** What the scripted provider says when no script is given: a short turn with a tool that needs approval. */
+export function defaultScript(userText: string): ScriptInput {
+  const quoted = userText.length > 200 ? `${userText.slice(0, 200)}…` : userText;
+  return {
+    delayMs: 15,
+    steps: [
+      [
+        { reasoning: `The user wrote: "${quoted}". Look at the workspace before answering.` },
+        { text: 'Let me look at the workspace first.' },
+        { toolCall: { name: 'list_files', input: { path: '.' }, result: 'README.md\npackage.json\nsrc/', approval: true } },
+      ],
+      [
+        {
+          text:
+            `The workspace holds README.md, package.json and src/. You said: "${quoted}". ` +
+            'This answer comes from turnloom’s scripted provider; set OPENAI_API_KEY or ANTHROPIC_API_KEY to talk to a real model.',
+        },
+      ],
+    ],
+  };
+}
+
+const abortError = () => new DOMException('The scripted call was aborted', 'AbortError');
+
+/** Index of this call within the current turn: assistant messages since the last user message. */
+function stepIndexOf(request: ProviderRequest): number {
+  let index = 0;
+  for (let i = request.messages.length - 1; i >= 0 && request.messages[i]!.role !== 'user'; i--) {
+    if (request.messages[i]!.role === 'assistant') index += 1;
+  }
+  return index;
+}
+
+function lastUserText(request: ProviderRequest): string {
+  for (let i = request.messages.length - 1; i >= 0; i--) {
+    const message = request.messages[i]!;
+    if (message.role === 'user') return message.text;
+  }
+  return '';
+}
+
+/**
+ * A deterministic provider for demos and tests: it plays a script (inline, from
+ * a file, or the default one built from the user's message) as canonical
+ * events, and runs the script's tool calls with their scripted results.
+ */
+export class ScriptedProvider implements ProviderAdapter {
+  readonly name = 'scripted';
+  readonly tools: ToolExecutor;
+  private readonly script: (request: ProviderRequest) => Script;
+  private readonly calls = new Map<string, ToolCallItem>();
+  private readonly failures = new Map<string, number>();
+
+  constructor(script?: ScriptInput | ((request: ProviderRequest) => ScriptInput)) {
+    this.script = (request) => scriptSchema.parse(typeof script === 'function' ? script(request) : (script ?? defaultScript(lastUserText(request))));
+    const calls = this.calls;
+    this.tools = {
+      specs: () => [],
+      needsApproval: (call: ToolCall) => calls.get(call.callId)?.approval ?? false,
+      execute: async (call: ToolCall, signal: AbortSignal): Promise<ToolResult> => {
+        const item = calls.get(call.callId);
+        if (!item) return { output: `no scripted tool call ${call.callId}`, isError: true };
+        if (item.durationMs > 0) await sleep(item.durationMs, undefined, { signal });
+        return item.error ? { output: item.error, isError: true } : { output: item.result, isError: false };
+      },
+    };
+  }
+
+  async startSession(): Promise<{ providerSessionId: string | null }> {
+    return { providerSessionId: null };
+  }
+
+  async *stream(request: ProviderRequest, signal: AbortSignal): AsyncIterable<ProviderEvent> {
+    const script = this.script(request);
+    const index = stepIndexOf(request);
+    const items = script.steps[Math.min(index, script.steps.length - 1)]!;
+    const pause = async (ms: number) => {
+      if (signal.aborted) throw abortError();
+      if (ms > 0) await sleep(ms, undefined, { signal }).catch(() => Promise.reject(abortError()));
+    };
+    let output = 0;
+    let calledTools = false;
+    let usage: Script['steps'][number][number] | undefined;
+    yield { type: 'turn.started', responseId: `scripted-${randomUUID()}`, model: script.model };
+    for (const [position, item] of items.entries()) {
+      if ('text' in item || 'reasoning' in item) {
+        const text = 'text' in item ? item.text : item.reasoning;
+        const segmentId = `s${position}`;
+        yield { type: 'segment.started', segmentId, kind: 'text' in item ? 'text' : 'reasoning' };
+        for (let at = 0; at < text.length; at += script.chunkSize) {
+          await pause(at === 0 ? 0 : script.delayMs);
+          yield { type: 'text.delta', segmentId, text: text.slice(at, at + script.chunkSize) };
+        }
+        output += text.length;
+        yield { type: 'segment.completed', segmentId, signature: 'reasoning' in item ? (item.signature ?? null) : null };
+      } else if ('toolCall' in item) {
+        const callId = `call_${randomUUID().replaceAll('-', '').slice(0, 20)}`;
+        this.calls.set(callId, item.toolCall);
+        const inputText = JSON.stringify(item.toolCall.input);
+        yield { type: 'toolCall.started', callId, name: item.toolCall.name };
+        yield { type: 'toolCall.inputDelta', callId, text: inputText };
+        yield { type: 'toolCall.ready', callId, input: item.toolCall.input };
+        output += inputText.length;
+        calledTools = true;
+      } else if ('wait' in item) {
+        await pause(item.wait);
+      } else if ('error' in item) {
+        const key = `${lastUserText(request)}#${index}#${position}`;
+        const failed = this.failures.get(key) ?? 0;
+        if (item.times === undefined || failed < item.times) {
+          this.failures.set(key, failed + 1);
+          throw new ProviderError(item.error);
+        }
+      } else {
+        usage = item;
+      }
+    }
+    const input = Math.ceil(JSON.stringify(request.messages).length / 4);
+    yield {
+      type: 'usage',
+      usage: { input, output: Math.ceil(output / 4), reasoning: 0, cacheRead: 0, cacheWrite: 0, ...(usage && 'usage' in usage ? usage.usage : {}) },
+    };
+    yield { type: 'turn.completed', stopReason: calledTools ? 'toolCalls' : 'stop', rawReason: calledTools ? 'tool_calls' : 'stop' };
+  }
+}

@@ -1,0 +1,49 @@
+import type { PartView, ThreadView } from '../engine/threadView.ts';
+import type { AssistantPart, ProviderMessage } from './providerAdapter.ts';
+
+function assistantPart(part: PartView): AssistantPart | null {
+  if (part.tool) return { kind: 'toolCall', callId: part.tool.callId, name: part.tool.name, input: part.tool.input ?? {} };
+  if (part.text === '') return null;
+  return part.kind === 'reasoning' ? { kind: 'reasoning', text: part.text, signature: part.signature } : { kind: 'text', text: part.text };
+}
+
+/** What the model reads as a tool's result: its output, its failure, or why it never ran. */
+function toolResult(part: PartView): ProviderMessage | null {
+  if (!part.tool) return null;
+  const isError = part.state !== 'completed';
+  const output = part.tool.output ?? (part.error ? `The tool did not run: ${part.error}.` : 'The tool returned nothing.');
+  return { role: 'tool', callId: part.tool.callId, name: part.tool.name, output, isError };
+}
+
+/**
+ * The conversation as the model must see it, derived only from the thread's
+ * durable log (through its fold): every turn's user message, then each
+ * step's answer and its tool results. Steps that failed (an attempt that was
+ * retried) are kept in the log but are not part of the conversation.
+ */
+export function deriveMessages(view: ThreadView): ProviderMessage[] {
+  const messages: ProviderMessage[] = [];
+  for (const turnId of view.turnIds) {
+    const turn = view.turns[turnId]!;
+    messages.push({ role: 'user', text: turn.messages[0].parts.map((part) => part.text).join('') });
+    for (const step of turn.steps) {
+      if (step.outcome === 'error' || step.outcome === null) continue;
+      const parts = turn.messages[1].parts.filter((part) => part.step === step.step);
+      const answer = parts.map(assistantPart).filter((part): part is AssistantPart => part !== null);
+      if (answer.length > 0) messages.push({ role: 'assistant', parts: answer });
+      for (const part of parts) {
+        const result = toolResult(part);
+        if (result) messages.push(result);
+      }
+    }
+  }
+  return messages;
+}
+
+export function systemPrompt(view: ThreadView): string {
+  return [
+    'You are a careful coding agent working for the user in a shared thread.',
+    view.workspace ? `Your workspace is ${view.workspace}.` : 'No workspace is attached to this thread.',
+    'Tool calls may wait for a person to approve them; a refused call comes back as an error result.',
+  ].join(' ');
+}

@@ -1,0 +1,70 @@
+import type { ProviderErrorInfo, ProviderEvent } from './providerEvents.ts';
+
+/** One message of the conversation as the model sees it, derived from the thread's log. */
+export type ProviderMessage =
+  | { role: 'user'; text: string }
+  | { role: 'assistant'; parts: AssistantPart[] }
+  | { role: 'tool'; callId: string; name: string; output: string; isError: boolean };
+
+export type AssistantPart =
+  | { kind: 'text'; text: string }
+  | { kind: 'reasoning'; text: string; signature: string | null }
+  | { kind: 'toolCall'; callId: string; name: string; input: unknown };
+
+export interface ToolSpec {
+  name: string;
+  description: string;
+  /** JSON Schema of the input object. */
+  inputSchema: Record<string, unknown>;
+}
+
+/** Everything one model call needs; `messages` is exactly what the log says was said. */
+export interface ProviderRequest {
+  model: string | null;
+  system: string;
+  messages: ProviderMessage[];
+  tools: ToolSpec[];
+}
+
+/** A tool call the model made, ready to run. */
+export interface ToolCall {
+  callId: string;
+  name: string;
+  input: unknown;
+}
+
+export interface ToolResult {
+  output: string;
+  isError: boolean;
+}
+
+/** Runs the tools a provider's model may call. */
+export interface ToolExecutor {
+  specs(): ToolSpec[];
+  needsApproval(call: ToolCall): boolean;
+  execute(call: ToolCall, signal: AbortSignal): Promise<ToolResult>;
+}
+
+/**
+ * A provider behind one interface. `stream` yields canonical events for one
+ * model call and throws `ProviderError` when the call fails; it stops
+ * promptly when `signal` aborts.
+ */
+export interface ProviderAdapter {
+  readonly name: string;
+  /** Tools this adapter brings (the scripted provider scripts their results). */
+  readonly tools?: ToolExecutor;
+  startSession?(): Promise<{ providerSessionId: string | null }>;
+  stream(request: ProviderRequest, signal: AbortSignal): AsyncIterable<ProviderEvent>;
+}
+
+/** A failed model call, classified so the runner knows whether to retry. */
+export class ProviderError extends Error {
+  readonly info: ProviderErrorInfo;
+
+  constructor(info: ProviderErrorInfo) {
+    super(info.message);
+    this.name = 'ProviderError';
+    this.info = info;
+  }
+}

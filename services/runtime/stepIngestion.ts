@@ -1,0 +1,172 @@
+import type { DomainEvent, Usage } from '../engine/domainEvents.ts';
+import type { ToolCall } from './providerAdapter.ts';
+import type { ProviderEvent, StopReason } from './providerEvents.ts';
+
+/** One delta on the ephemeral live channel: the typing effect, never stored. */
+export interface LiveDelta {
+  turnId: string;
+  step: number;
+  partId: string;
+  kind: 'text' | 'reasoning' | 'toolInput';
+  text: string;
+}
+
+export interface StepIngestionOptions {
+  turnId: string;
+  step: number;
+  live?: (delta: LiveDelta) => void;
+  now?: () => number;
+  /** A buffered delta is written after at most this long. */
+  flushMs?: number;
+  /** …or as soon as its buffer holds this many characters. */
+  maxBufferChars?: number;
+}
+
+interface Buffer {
+  partId: string;
+  kind: 'content' | 'toolInput';
+  text: string;
+  since: number;
+}
+
+/**
+ * Turns one model call's canonical events into domain events. Deltas go out
+ * at once on the live channel and are buffered for the log: a buffer is
+ * written when it is old enough, full enough, or at any other event (every
+ * part boundary), so a long reply is a handful of events, not thousands.
+ * It maps mechanically; whether an event is legal is for the machines to say.
+ */
+export class StepIngestion {
+  readonly toolCalls: ToolCall[] = [];
+  usage: Usage | null = null;
+  stopReason: StopReason | null = null;
+  rawReason: string | null = null;
+  private readonly options: Required<Omit<StepIngestionOptions, 'live'>> & Pick<StepIngestionOptions, 'live'>;
+  private readonly parts = new Map<string, { partId: string; kind: 'text' | 'reasoning' | 'tool' }>();
+  private readonly buffers = new Map<string, Buffer>();
+  private readonly toolNames = new Map<string, string>();
+  private pending: DomainEvent[] = [];
+  private partCount = 0;
+
+  constructor(options: StepIngestionOptions) {
+    this.options = { now: Date.now, flushMs: 50, maxBufferChars: 24_000, ...options };
+  }
+
+  /** A segment announced twice keeps its id, so the part machine sees (and refuses) the repeat. */
+  private partFor(key: string, kind: 'text' | 'reasoning' | 'tool'): string {
+    const known = this.parts.get(key);
+    if (known) return known.partId;
+    const partId = `${this.options.turnId}-s${this.options.step}-${++this.partCount}`;
+    this.parts.set(key, { partId, kind });
+    return partId;
+  }
+
+  private buffer(partId: string, kind: Buffer['kind'], text: string): void {
+    const existing = this.buffers.get(partId);
+    if (existing) existing.text += text;
+    else this.buffers.set(partId, { partId, kind, text, since: this.options.now() });
+    if (this.buffers.get(partId)!.text.length >= this.options.maxBufferChars) this.flushBuffer(partId);
+  }
+
+  private flushBuffer(partId: string): void {
+    const buffer = this.buffers.get(partId);
+    if (!buffer) return;
+    this.buffers.delete(partId);
+    const { turnId } = this.options;
+    this.pending.push(
+      buffer.kind === 'content' ? { type: 'part.delta', turnId, partId, text: buffer.text } : { type: 'tool.inputDelta', turnId, partId, text: buffer.text },
+    );
+  }
+
+  private flushAll(): void {
+    for (const partId of [...this.buffers.keys()]) this.flushBuffer(partId);
+  }
+
+  /** Emit a non-delta event: everything buffered before it goes first, keeping the log in order. */
+  private emit(event: DomainEvent): void {
+    this.flushAll();
+    this.pending.push(event);
+  }
+
+  accept(event: ProviderEvent): void {
+    const { turnId, step, live } = this.options;
+    switch (event.type) {
+      case 'turn.started':
+        this.emit({ type: 'response.started', turnId, step, responseId: event.responseId, model: event.model });
+        return;
+      case 'segment.started': {
+        const partId = this.partFor(`segment:${event.segmentId}`, event.kind);
+        this.emit({ type: 'part.started', turnId, partId, step, kind: event.kind });
+        return;
+      }
+      case 'text.delta': {
+        const part = this.parts.get(`segment:${event.segmentId}`);
+        const partId = part?.partId ?? this.partFor(`segment:${event.segmentId}`, 'text');
+        live?.({ turnId, step, partId, kind: part?.kind === 'reasoning' ? 'reasoning' : 'text', text: event.text });
+        this.buffer(partId, 'content', event.text);
+        return;
+      }
+      case 'segment.completed': {
+        const partId = this.partFor(`segment:${event.segmentId}`, 'text');
+        this.emit({ type: 'part.completed', turnId, partId, signature: event.signature });
+        return;
+      }
+      case 'toolCall.started': {
+        const partId = this.partFor(`call:${event.callId}`, 'tool');
+        this.toolNames.set(event.callId, event.name);
+        this.emit({ type: 'part.started', turnId, partId, step, kind: 'tool', toolCallId: event.callId, toolName: event.name });
+        return;
+      }
+      case 'toolCall.inputDelta': {
+        const partId = this.partFor(`call:${event.callId}`, 'tool');
+        live?.({ turnId, step, partId, kind: 'toolInput', text: event.text });
+        this.buffer(partId, 'toolInput', event.text);
+        return;
+      }
+      case 'toolCall.ready': {
+        const partId = this.partFor(`call:${event.callId}`, 'tool');
+        this.emit({ type: 'tool.inputReady', turnId, partId, toolCallId: event.callId, input: event.input });
+        if (!this.toolCalls.some((call) => call.callId === event.callId)) {
+          this.toolCalls.push({ callId: event.callId, name: this.toolNames.get(event.callId) ?? 'unknown', input: event.input });
+        }
+        return;
+      }
+      case 'usage':
+        this.usage = event.usage;
+        return;
+      case 'turn.completed':
+        this.stopReason = event.stopReason;
+        this.rawReason = event.rawReason;
+        this.emit({ type: 'response.completed', turnId, step, stopReason: event.stopReason, rawReason: event.rawReason });
+        return;
+      case 'approval.requested':
+      case 'approval.resolved':
+      case 'session.started':
+      case 'session.idle':
+      case 'session.error':
+      case 'turn.failed':
+        // The runner owns sessions, approvals and failures; nothing to map here.
+        return;
+    }
+  }
+
+  /** Domain events ready to be recorded; buffered deltas older than the window are included. */
+  take(): DomainEvent[] {
+    const now = this.options.now();
+    for (const buffer of [...this.buffers.values()]) if (now - buffer.since >= this.options.flushMs) this.flushBuffer(buffer.partId);
+    const ready = this.pending;
+    this.pending = [];
+    return ready;
+  }
+
+  /** Everything, buffered or not: at the end of the call. */
+  drain(): DomainEvent[] {
+    this.flushAll();
+    return this.take();
+  }
+
+  /** Ids of parts this call opened, in order. */
+  partIds(): string[] {
+    return [...new Set([...this.parts.values()].map(({ partId }) => partId))];
+  }
+}

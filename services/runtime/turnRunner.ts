@@ -1,0 +1,350 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { DomainEvent, ProviderChoice, StoredEvent } from '../engine/domainEvents.ts';
+import type { Engine } from '../engine/engine.ts';
+import { TurnloomError } from '../errors.ts';
+import { deriveMessages, systemPrompt } from './deriveRequest.ts';
+import { type ProviderAdapter, ProviderError, type ProviderRequest, type ToolCall, type ToolExecutor } from './providerAdapter.ts';
+import type { ProviderErrorInfo } from './providerEvents.ts';
+import { type RetryPolicy, defaultRetryPolicy, retryDelay } from './retryPolicy.ts';
+import { type LiveDelta, StepIngestion } from './stepIngestion.ts';
+
+export interface TurnRunnerOptions {
+  engine: Engine;
+  /** The adapter for a turn's provider choice; `undefined` fails the turn with a clear error. */
+  adapterFor: (choice: ProviderChoice) => ProviderAdapter | undefined;
+  /** Where live deltas go (the ephemeral channel). */
+  live?: (threadId: string, delta: LiveDelta) => void;
+  /** A stream silent this long counts as a dropped connection. */
+  idleTimeoutMs?: number;
+  maxSteps?: number;
+  retry?: RetryPolicy;
+  flushMs?: number;
+  maxBufferChars?: number;
+  random?: () => number;
+}
+
+const noTools: ToolExecutor = {
+  specs: () => [],
+  needsApproval: () => false,
+  execute: async (call) => ({ output: `no tool named ${call.name} is available`, isError: true }),
+};
+
+type Decision = 'granted' | 'denied' | 'expired' | 'cancelled';
+
+class StepFailed extends Error {
+  readonly info: ProviderErrorInfo;
+  constructor(info: ProviderErrorInfo) {
+    super(info.message);
+    this.info = info;
+  }
+}
+
+/**
+ * Runs turns in this process: it reacts to committed events (a requested
+ * turn, an interrupt, an approval decision, a stop), drives the provider
+ * call by call, runs the tools in order, and records everything through the
+ * engine, where the machines accept or refuse it. Every path ends the turn:
+ * completed, failed, or interrupted (confirmed here, or by the deadline).
+ */
+export class TurnRunner {
+  private readonly options: Required<Omit<TurnRunnerOptions, 'live'>> & Pick<TurnRunnerOptions, 'live'>;
+  private readonly runs = new Map<string, { threadId: string; controller: AbortController; done: Promise<void> }>();
+  private readonly decisions = new Map<string, (decision: Decision) => void>();
+  private unsubscribe: (() => void) | undefined;
+
+  constructor(options: TurnRunnerOptions) {
+    this.options = {
+      idleTimeoutMs: 60_000,
+      maxSteps: 50,
+      retry: defaultRetryPolicy,
+      flushMs: 50,
+      maxBufferChars: 24_000,
+      random: Math.random,
+      ...options,
+    };
+  }
+
+  /** Starts reacting, and runs the turns a previous process accepted but never started. */
+  async start(): Promise<this> {
+    const { engine } = this.options;
+    this.unsubscribe = engine.onCommitted((events) => this.react(events));
+    for (const { threadId, turnId } of engine.listOpenTurns()) {
+      if ((await engine.getThread(threadId)).turns[turnId]?.state === 'requested') this.launch(threadId, turnId);
+    }
+    return this;
+  }
+
+  private react(events: readonly StoredEvent[]): void {
+    for (const { threadId, threadSeq, event } of events) {
+      switch (event.type) {
+        case 'turn.requested':
+          this.launch(threadId, event.turnId);
+          break;
+        case 'turn.interruptRequested':
+          this.runs.get(event.turnId)?.controller.abort(new Error(event.reason));
+          break;
+        case 'approval.granted':
+        case 'approval.denied':
+        case 'approval.expired':
+        case 'approval.cancelled':
+          this.decisions.get(event.approvalId)?.(event.type.slice('approval.'.length) as Decision);
+          break;
+        case 'session.stopRequested':
+          void this.confirmStop(threadId, threadSeq);
+          break;
+        default:
+          break;
+      }
+    }
+  }
+
+  private launch(threadId: string, turnId: string): void {
+    if (this.runs.has(turnId)) return;
+    const controller = new AbortController();
+    const done = this.runTurn(threadId, turnId, controller.signal)
+      .catch((error: unknown) => console.error(`turnloom runner: turn ${turnId} could not be settled`, error))
+      .finally(() => this.runs.delete(turnId));
+    this.runs.set(turnId, { threadId, controller, done });
+  }
+
+  /** The provider sessions here live only as long as a call, so a stop is confirmed once no turn holds the session. */
+  private async confirmStop(threadId: string, threadSeq: number): Promise<void> {
+    for (const run of this.runs.values()) if (run.threadId === threadId) await run.done;
+    await this.options.engine.submit({ type: 'session.confirmStopped', commandId: `session-stopped:${threadId}:${threadSeq}`, threadId }).catch(ignoreIllegal);
+  }
+
+  private async runTurn(threadId: string, turnId: string, signal: AbortSignal): Promise<void> {
+    const { engine } = this.options;
+    let sequence = 0;
+    const record = async (events: DomainEvent[]) => {
+      if (events.length > 0) await engine.submit({ type: 'turn.record', commandId: `${turnId}:r${++sequence}`, threadId, turnId, events });
+    };
+    const settle = (outcome: { kind: 'failed'; error: string } | { kind: 'interrupted'; cause: 'provider'; reason: string }) =>
+      engine.submit({ type: 'turn.settle', commandId: `${turnId}:settle`, threadId, turnId, outcome }).catch(ignoreIllegal);
+
+    let view = await engine.getThread(threadId);
+    const turn = view.turns[turnId];
+    if (!turn || turn.state !== 'requested') return;
+    try {
+      const adapter = this.options.adapterFor(turn.provider);
+      if (!adapter) throw new TurnloomError('unavailable', `no provider "${turn.provider.name}" is configured on this server`);
+      const opening: DomainEvent[] = [];
+      if (view.session.state === 'starting') {
+        try {
+          opening.push({ type: 'session.started', providerSessionId: (await adapter.startSession?.())?.providerSessionId ?? null });
+        } catch (error) {
+          await record([{ type: 'session.failed', reason: (error as Error).message }]);
+          throw error;
+        }
+      }
+      await record([...opening, { type: 'turn.started', turnId }]);
+      const tools = adapter.tools ?? noTools;
+      let attempt = 1;
+      let answered = 0;
+      for (let step = 1; ; step++) {
+        if (signal.aborted) throw signal.reason;
+        view = await engine.getThread(threadId);
+        const request: ProviderRequest = { model: turn.provider.model, system: systemPrompt(view), messages: deriveMessages(view), tools: tools.specs() };
+        await record([{ type: 'step.started', turnId, step }]);
+        const ingestion = new StepIngestion({
+          turnId,
+          step,
+          ...(this.options.live ? { live: (delta) => this.options.live!(threadId, delta) } : {}),
+          flushMs: this.options.flushMs,
+          maxBufferChars: this.options.maxBufferChars,
+        });
+        try {
+          await this.streamStep(adapter, request, ingestion, record, signal);
+        } catch (error) {
+          if (signal.aborted || !(error instanceof StepFailed)) throw error;
+          await this.closeFailedStep(threadId, turnId, step, error.info, ingestion, record);
+          const delay = retryDelay(error.info, attempt, this.options.retry, this.options.random);
+          if (delay === null) throw error;
+          await record([
+            {
+              type: 'activity.recorded',
+              turnId,
+              kind: 'retry',
+              message: `${error.info.kind} (${error.info.message}); attempt ${attempt + 1} of ${this.options.retry.maxAttempts} in ${delay} ms`,
+              data: { attempt, nextAttempt: attempt + 1, delayMs: delay, error: { ...error.info } },
+            },
+          ]);
+          attempt += 1;
+          await sleep(delay, undefined, { signal }).catch(() => Promise.reject(signal.reason));
+          continue;
+        }
+        attempt = 1;
+        const calls = ingestion.toolCalls;
+        if (calls.length === 0) {
+          await record([
+            { type: 'step.finished', turnId, step, outcome: 'stop', finishReason: ingestion.rawReason, usage: ingestion.usage, error: null },
+            { type: 'turn.completed', turnId, stopReason: ingestion.stopReason ?? 'stop' },
+          ]);
+          return;
+        }
+        await record([{ type: 'tools.started', turnId, step, toolCallIds: calls.map((call) => call.callId) }]);
+        for (const call of calls) await this.runTool(threadId, turnId, call, tools, record, signal);
+        await record([{ type: 'step.finished', turnId, step, outcome: 'toolCalls', finishReason: ingestion.rawReason, usage: ingestion.usage, error: null }]);
+        if (++answered >= this.options.maxSteps) throw new TurnloomError('unavailable', `the turn reached its limit of ${this.options.maxSteps} model calls`);
+      }
+    } catch (error) {
+      if (signal.aborted) {
+        const reason = (await engine.getThread(threadId)).turns[turnId]?.interrupt?.reason ?? 'the turn was stopped';
+        await settle({ kind: 'interrupted', cause: 'provider', reason });
+        return;
+      }
+      if (!(error instanceof StepFailed) && !(error instanceof TurnloomError)) console.error(`turnloom runner: turn ${turnId} failed`, error);
+      await settle({ kind: 'failed', error: error instanceof StepFailed ? `${error.info.kind}: ${error.info.message}` : (error as Error).message });
+    }
+  }
+
+  /** One model call: canonical events in, domain events recorded as they become due; a silent stream is a dropped connection. */
+  private async streamStep(
+    adapter: ProviderAdapter,
+    request: ProviderRequest,
+    ingestion: StepIngestion,
+    record: (events: DomainEvent[]) => Promise<void>,
+    signal: AbortSignal,
+  ): Promise<void> {
+    const call = new AbortController();
+    const onAbort = () => call.abort(signal.reason);
+    signal.addEventListener('abort', onAbort, { once: true });
+    let idle = false;
+    let timer = setTimeout(() => ((idle = true), call.abort()), this.options.idleTimeoutMs);
+    const ticker = setInterval(() => void record(ingestion.take()).catch(() => undefined), this.options.flushMs);
+    try {
+      for await (const event of abortable(adapter.stream(request, call.signal), call.signal)) {
+        clearTimeout(timer);
+        timer = setTimeout(() => ((idle = true), call.abort()), this.options.idleTimeoutMs);
+        if (event.type === 'turn.failed') throw new StepFailed(event.error);
+        ingestion.accept(event);
+        await record(ingestion.take());
+      }
+      if (ingestion.stopReason === null) throw new StepFailed({ kind: 'connection', message: 'the stream ended before the answer completed', status: null, retryAfterMs: null });
+    } catch (error) {
+      if (signal.aborted) throw error;
+      if (idle) throw new StepFailed({ kind: 'connection', message: `no data for ${this.options.idleTimeoutMs} ms`, status: null, retryAfterMs: null });
+      if (error instanceof ProviderError) throw new StepFailed(error.info);
+      throw error;
+    } finally {
+      clearTimeout(timer);
+      clearInterval(ticker);
+      signal.removeEventListener('abort', onAbort);
+      // Whatever arrived is kept: on success, on failure, and on interrupt.
+      await record(ingestion.drain()).catch(() => undefined);
+    }
+  }
+
+  /** A failed attempt keeps its partial output, marked failed, and its step closes with the error. */
+  private async closeFailedStep(
+    threadId: string,
+    turnId: string,
+    step: number,
+    error: ProviderErrorInfo,
+    ingestion: StepIngestion,
+    record: (events: DomainEvent[]) => Promise<void>,
+  ): Promise<void> {
+    const view = await this.options.engine.getThread(threadId);
+    const open = view.turns[turnId]!.messages[1].parts.filter((part) => ingestion.partIds().includes(part.id) && (part.state === 'pending' || part.state.startsWith('running')));
+    await record([
+      ...open.map((part): DomainEvent => ({ type: 'part.failed', turnId, partId: part.id, error: `attempt failed: ${error.message}` })),
+      { type: 'step.finished', turnId, step, outcome: 'error', finishReason: null, usage: ingestion.usage, error: `${error.kind}: ${error.message}` },
+    ]);
+  }
+
+  private async runTool(
+    threadId: string,
+    turnId: string,
+    call: ToolCall,
+    tools: ToolExecutor,
+    record: (events: DomainEvent[]) => Promise<void>,
+    signal: AbortSignal,
+  ): Promise<void> {
+    const view = await this.options.engine.getThread(threadId);
+    const part = view.turns[turnId]!.messages[1].parts.find((candidate) => candidate.tool?.callId === call.callId);
+    if (!part || part.state !== 'running.tool.inputReady') return; // refused earlier; its diagnostic says why
+    const partId = part.id;
+    const executing: DomainEvent = { type: 'tool.executing', turnId, partId, toolCallId: call.callId };
+    if (tools.needsApproval(call)) {
+      const approvalId = `${partId}-approval`;
+      const decided = this.waitForDecision(threadId, turnId, approvalId, signal);
+      await record([{ type: 'approval.requested', turnId, approvalId, partId, toolCallId: call.callId, toolName: call.name, input: call.input }]);
+      if ((await decided) !== 'granted') return;
+      await record([{ type: 'approval.consumed', turnId, approvalId }, executing]);
+    } else {
+      await record([executing]);
+    }
+    // The machines refuse a start after an interrupt; only a tool recorded as running may run.
+    const now = await this.options.engine.getThread(threadId);
+    if (now.turns[turnId]!.messages[1].parts.find((candidate) => candidate.id === partId)?.state !== 'running.tool.executing') return;
+    const result = await untilAborted(tools.execute(call, signal), signal);
+    await record([
+      result.isError
+        ? { type: 'tool.failed', turnId, partId, toolCallId: call.callId, error: result.output }
+        : { type: 'tool.result', turnId, partId, toolCallId: call.callId, output: result.output },
+    ]);
+  }
+
+  /** Resolves with the decision once it is committed, whichever client made it; registered before the request is recorded. */
+  private waitForDecision(threadId: string, turnId: string, approvalId: string, signal: AbortSignal): Promise<Decision> {
+    return new Promise<Decision>((resolve, reject) => {
+      const finish = (decision: Decision) => {
+        this.decisions.delete(approvalId);
+        signal.removeEventListener('abort', onAbort);
+        resolve(decision);
+      };
+      const onAbort = () => {
+        this.decisions.delete(approvalId);
+        reject(signal.reason);
+      };
+      this.decisions.set(approvalId, finish);
+      signal.addEventListener('abort', onAbort, { once: true });
+      void this.options.engine.getThread(threadId).then((view) => {
+        const state = view.turns[turnId]?.approvals.find((approval) => approval.id === approvalId)?.state;
+        if (state === 'approved') finish('granted');
+        else if (state === 'denied' || state === 'expired' || state === 'cancelled') finish(state);
+      });
+    });
+  }
+
+  get activeTurns(): number {
+    return this.runs.size;
+  }
+
+  /** Stops reacting; turns still running are interrupted and settled before this resolves. */
+  async stop(): Promise<void> {
+    this.unsubscribe?.();
+    for (const run of this.runs.values()) run.controller.abort(new Error('the server is shutting down'));
+    await Promise.allSettled([...this.runs.values()].map((run) => run.done));
+  }
+}
+
+/** Settles with the promise, or rejects as soon as the signal aborts: a tool or provider that ignores the signal cannot hold a turn. */
+function untilAborted<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) return Promise.reject(signal.reason);
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason);
+    signal.addEventListener('abort', onAbort, { once: true });
+    promise.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
+  });
+}
+
+async function* abortable<T>(iterable: AsyncIterable<T>, signal: AbortSignal): AsyncIterable<T> {
+  const iterator = iterable[Symbol.asyncIterator]();
+  try {
+    for (;;) {
+      const next = await untilAborted(iterator.next(), signal);
+      if (next.done) return;
+      yield next.value;
+    }
+  } finally {
+    // Ask the provider to stop, without waiting for one that will not.
+    void iterator.return?.()?.catch(() => undefined);
+  }
+}
+
+function ignoreIllegal(error: unknown): void {
+  // Someone settled it first (the provider, the deadline, a repair): that is the outcome we wanted.
+  if (error instanceof TurnloomError && (error.code === 'illegal_transition' || error.code === 'conflict')) return;
+  console.error('turnloom runner:', error);
+}

@@ -1,0 +1,164 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { ScriptedProvider, type ScriptInput } from '../../adapters/providers/scriptedProvider.ts';
+import { LmdbStore } from '../../adapters/lmdbStore.ts';
+import { InProcessHub, MSGPACK, decode } from '../../bus/index.ts';
+import type { TurnloomClient } from '../../client/index.ts';
+import type { ProviderAdapter } from '../../services/runtime/providerAdapter.ts';
+import type { LiveDelta } from '../../services/runtime/stepIngestion.ts';
+import { startTurnloomServer } from '../../services/turnloomServer.ts';
+import { type ApiFixture, openApiFixture } from '../support/apiFixture.ts';
+import { rebuildFromLog } from '../support/engineFixture.ts';
+import { tempDir } from '../support/tempDir.ts';
+
+let fx: ApiFixture | undefined;
+afterEach(async () => {
+  await fx?.dispose();
+  fx = undefined;
+});
+
+async function setup(providers?: Record<string, ProviderAdapter>) {
+  fx = await openApiFixture({ ...(providers ? { providers } : {}), interruptDeadlineMs: 300 });
+  const client = await fx.client();
+  const { threadId } = await client.call('thread.create', { title: 'runner' });
+  return { fx, client, threadId };
+}
+
+const turnState = async (client: TurnloomClient, threadId: string, turnId: string) => (await client.call('thread.get', { threadId })).thread.turns[turnId]!;
+
+describe('the in-process turn runner', () => {
+  it('runs the default scripted turn: reasoning, text, a tool behind approval, and the answer', async () => {
+    const { fx, client, threadId } = await setup({ scripted: new ScriptedProvider() });
+    const live: LiveDelta[] = [];
+    const bus = await fx.connect();
+    bus.subscribe(fx.server.subjects.live(threadId), (message) => live.push(decode(message.data, MSGPACK) as LiveDelta));
+    await bus.flush();
+
+    const { turnId } = await client.call('turn.start', { threadId, input: { text: 'fix the login race' } });
+    await expect.poll(async () => (await client.call('approval.list', { threadId })).approvals.length, { timeout: 10_000 }).toBe(1);
+    const [approval] = (await client.call('approval.list', { threadId })).approvals;
+    expect(approval).toMatchObject({ toolName: 'list_files', input: { path: '.' } });
+    await client.call('approval.respond', { threadId, approvalId: approval!.id, decision: 'approve' });
+    await expect.poll(async () => (await turnState(client, threadId, turnId)).state, { timeout: 10_000 }).toBe('completed');
+
+    const { thread } = await client.call('thread.get', { threadId });
+    const turn = thread.turns[turnId]!;
+    expect(turn.messages[1].parts.map((part) => [part.kind, part.state, part.step])).toEqual([
+      ['reasoning', 'completed', 1],
+      ['text', 'completed', 1],
+      ['tool', 'completed', 1],
+      ['text', 'completed', 2],
+    ]);
+    expect(turn.messages[1].parts[2]!.tool).toMatchObject({ name: 'list_files', output: 'README.md\npackage.json\nsrc/' });
+    expect(turn.messages[1].parts[3]!.text).toContain('fix the login race');
+    expect(turn.approvals[0]).toMatchObject({ state: 'consumed', decidedBy: 'local' });
+    expect(turn.steps.map((step) => [step.outcome, step.stopReason])).toEqual([
+      ['toolCalls', 'toolCalls'],
+      ['stop', 'stop'],
+    ]);
+    expect(turn.usage.output).toBeGreaterThan(0);
+    expect(thread.session.state).toBe('ready');
+    // What was typed live is what was stored.
+    const liveText = live.filter((delta) => delta.kind === 'text').map((delta) => delta.text).join('');
+    expect(liveText).toBe(turn.messages[1].parts.filter((part) => part.kind === 'text').map((part) => part.text).join(''));
+    expect(fx.store.readView(threadId)).toEqual(rebuildFromLog(fx.store, threadId));
+  });
+
+  it('interrupts mid-stream: the provider confirms, partial text is kept, the step and turn close', async () => {
+    const script: ScriptInput = { chunkSize: 1, delayMs: 20, steps: [[{ text: 'a long answer that keeps on going and going' }]] };
+    const { client, threadId } = await setup({ scripted: new ScriptedProvider(script) });
+    const { turnId } = await client.call('turn.start', { threadId, input: { text: 'talk' } });
+    await expect.poll(async () => (await turnState(client, threadId, turnId)).messages[1].parts[0]?.text.length ?? 0, { timeout: 10_000 }).toBeGreaterThan(2);
+    await client.call('turn.interrupt', { threadId, reason: 'enough' });
+    await expect.poll(async () => (await turnState(client, threadId, turnId)).state, { timeout: 10_000 }).toBe('interrupted');
+    const turn = await turnState(client, threadId, turnId);
+    expect(turn.interrupt).toEqual({ reason: 'enough', cause: 'provider' });
+    expect(turn.messages[1].parts[0]).toMatchObject({ state: 'interrupted' });
+    expect(turn.messages[1].parts[0]!.text.length).toBeGreaterThan(2);
+    expect(turn.steps[0]!.outcome).toBe('interrupted');
+    const { thread } = await client.call('thread.get', { threadId });
+    expect(thread.session.state).toBe('ready');
+  });
+
+  it('interrupts a turn waiting for approval: the approval is cancelled and the tool never ran', async () => {
+    const script: ScriptInput = { steps: [[{ toolCall: { name: 'deploy', input: { env: 'prod' }, approval: true } }]] };
+    const { client, threadId } = await setup({ scripted: new ScriptedProvider(script) });
+    const { turnId } = await client.call('turn.start', { threadId, input: { text: 'ship it' } });
+    await expect.poll(async () => (await turnState(client, threadId, turnId)).state, { timeout: 10_000 }).toBe('running.awaitingApproval');
+    await client.call('turn.interrupt', { threadId });
+    await expect.poll(async () => (await turnState(client, threadId, turnId)).state, { timeout: 10_000 }).toBe('interrupted');
+    const turn = await turnState(client, threadId, turnId);
+    expect(turn.approvals[0]!.state).toBe('cancelled');
+    expect(turn.messages[1].parts[0]!.tool).toMatchObject({ outcome: 'notStarted' });
+    expect((await client.call('approval.list', { threadId })).approvals).toEqual([]);
+  });
+
+  it('abandons a provider that ignores the interrupt, and confirms it without waiting for the provider', async () => {
+    const deaf: ProviderAdapter = {
+      name: 'deaf',
+      async *stream() {
+        yield { type: 'turn.started', responseId: null, model: null };
+        await new Promise(() => undefined); // ignores the abort signal, forever
+      },
+    };
+    const { client, threadId } = await setup({ deaf });
+    const { turnId } = await client.call('turn.start', { threadId, input: { text: 'hang' }, provider: { name: 'deaf' } });
+    await expect.poll(async () => (await turnState(client, threadId, turnId)).state, { timeout: 10_000 }).toBe('running.streaming');
+    await client.call('turn.interrupt', { threadId });
+    await expect.poll(async () => (await turnState(client, threadId, turnId)).state, { timeout: 10_000 }).toBe('interrupted');
+    expect((await turnState(client, threadId, turnId)).interrupt?.cause).toBe('provider');
+  });
+
+  it('settles by the deadline when no worker confirms the interrupt', async () => {
+    // No providers: nothing runs turns here, as if the worker that started it died silently.
+    const { client, threadId } = await setup();
+    const { turnId } = await client.call('turn.start', { threadId, input: { text: 'orphan' } });
+    await fx!.server.engine.submit({
+      type: 'turn.record',
+      commandId: 'worker-was-here',
+      threadId,
+      turnId,
+      events: [
+        { type: 'session.started', providerSessionId: null },
+        { type: 'turn.started', turnId },
+        { type: 'step.started', turnId, step: 1 },
+      ],
+    });
+    await client.call('turn.interrupt', { threadId });
+    await expect.poll(async () => (await turnState(client, threadId, turnId)).state, { timeout: 10_000 }).toBe('interrupted');
+    const turn = await turnState(client, threadId, turnId);
+    expect(turn.interrupt?.cause).toBe('deadline');
+    expect(turn.steps[0]!.outcome).toBe('interrupted');
+  });
+
+  it('fails a turn for an unknown provider, cleanly, and the next turn can run', async () => {
+    const { client, threadId } = await setup({ scripted: new ScriptedProvider({ steps: [[{ text: 'ok' }]] }) });
+    const { turnId } = await client.call('turn.start', { threadId, input: { text: 'x' }, provider: { name: 'nowhere' } });
+    await expect.poll(async () => (await turnState(client, threadId, turnId)).state, { timeout: 10_000 }).toBe('failed');
+    expect((await turnState(client, threadId, turnId)).error).toMatch(/no provider "nowhere"/);
+    expect((await client.call('thread.get', { threadId })).thread.session).toMatchObject({ state: 'error', failure: expect.stringMatching(/never started/) });
+    const { turnId: next } = await client.call('turn.start', { threadId, input: { text: 'y' } });
+    await expect.poll(async () => (await turnState(client, threadId, next)).state, { timeout: 10_000 }).toBe('completed');
+  });
+
+  it('stops the session: the running turn is interrupted and the session confirmed stopped', async () => {
+    const { client, threadId } = await setup({ scripted: new ScriptedProvider({ chunkSize: 1, delayMs: 20, steps: [[{ text: 'x'.repeat(200) }]] }) });
+    const { turnId } = await client.call('turn.start', { threadId, input: { text: 'go' } });
+    await expect.poll(async () => (await turnState(client, threadId, turnId)).state, { timeout: 10_000 }).toBe('running.streaming');
+    await client.call('session.stop', { threadId });
+    await expect.poll(async () => (await client.call('thread.get', { threadId })).thread.session.state, { timeout: 10_000 }).toBe('stopped');
+    expect((await turnState(client, threadId, turnId)).state).toBe('interrupted');
+  });
+
+  it('runs a turn that was only requested when the process stopped, once a runner starts', async () => {
+    const dir = tempDir('turnloom-resume-');
+    const hub = new InProcessHub();
+    const first = await startTurnloomServer({ bus: hub.connect(), store: LmdbStore.open(dir.path) });
+    await first.engine.submit({ type: 'thread.create', commandId: 'c', threadId: 'th', title: 't', workspace: null });
+    await first.engine.submit({ type: 'turn.start', commandId: 's', threadId: 'th', turnId: 'waiting', input: { text: 'later' }, provider: { name: 'scripted', model: null } });
+    await first.stop();
+    const second = await startTurnloomServer({ bus: hub.connect(), store: LmdbStore.open(dir.path), providers: { scripted: new ScriptedProvider({ steps: [[{ text: 'done' }]] }) } });
+    await expect.poll(async () => (await second.engine.getThread('th')).turns.waiting!.state, { timeout: 10_000 }).toBe('completed');
+    await second.stop();
+    dir.remove();
+  });
+});
