@@ -1,6 +1,10 @@
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
+import { ZodError } from 'zod';
+import { TurnloomError } from '../services/errors.ts';
 import { runCharts } from './chartsCommand.ts';
+import { demoCommand, demoUsage } from './demoCommand.ts';
+import { serveCommand, serveUsage } from './serveCommand.ts';
 
 /** The package root: charts belong to the package, wherever the command runs from. */
 const packageRoot = fileURLToPath(new URL('..', import.meta.url));
@@ -8,8 +12,14 @@ const packageRoot = fileURLToPath(new URL('..', import.meta.url));
 const usage = `turnloom <command>
 
 commands:
+  demo               one turn end to end on the embedded defaults (see below)
+  serve              run the engine and its headless API (see below)
   charts [--check]   write docs/charts/*.mmd|json and the generated doc sections;
-                     --check exits 1 when any of them is stale`;
+                     --check exits 1 when any of them is stale
+
+${demoUsage}
+
+${serveUsage}`;
 
 async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
@@ -25,6 +35,10 @@ async function main(argv: string[]): Promise<number> {
       if (stale.length === 0) console.log('charts are up to date');
       return 0;
     }
+    case 'demo':
+      return demoCommand(rest);
+    case 'serve':
+      return serveCommand(rest);
     case undefined:
     case 'help':
     case '--help':
@@ -36,4 +50,11 @@ async function main(argv: string[]): Promise<number> {
   }
 }
 
-process.exitCode = await main(process.argv.slice(2));
+try {
+  process.exitCode = await main(process.argv.slice(2));
+} catch (error) {
+  // A typed error is the user's to read, not a stack trace; anything else is ours.
+  if (error instanceof TurnloomError || error instanceof ZodError) console.error(`turnloom: ${error.message}`);
+  else console.error(error);
+  process.exitCode = 1;
+}
