@@ -16,6 +16,9 @@ const suites: Record<string, () => Promise<void>> = {
     ensureBenchDependencies();
     await (await import('./storeBench.ts')).storeBench();
   },
+  bus: async () => {
+    await (await import('./busBench.ts')).busBench();
+  },
 };
 
 const wanted = process.argv.slice(2);

@@ -1,6 +1,7 @@
 import { lifecycleMachines } from '../machines/index.ts';
 import { renderMachineReference } from './renderMachineReference.ts';
 import { renderMermaid } from './renderMermaid.ts';
+import { renderProtocolReference } from './renderProtocolReference.ts';
 
 /** A whole file, or the region between two markers inside a hand-written file. */
 export type GeneratedFile =
@@ -20,6 +21,7 @@ export function generatedFiles(): GeneratedFile[] {
       marker: 'machines',
       content: entries.map(([name, { machine, events }]) => renderMachineReference(name, machine, events)).join('\n'),
     },
+    { path: 'docs/protocol.md', marker: 'methods', content: renderProtocolReference() },
     {
       path: 'README.md',
       marker: 'turn-chart',
