@@ -263,6 +263,11 @@ export class Engine {
     return view;
   }
 
+  /** The read model as stored, bypassing the in-memory copy: what the durable log folds to. */
+  readStoredView(threadId: string): ThreadView | undefined {
+    return this.store.readView(threadId);
+  }
+
   readEvents(threadId: string, after: number, limit: number): StoredEvent[] {
     return this.store.readThreadEvents(threadId, after, limit);
   }

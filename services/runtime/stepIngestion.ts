@@ -45,6 +45,8 @@ export class StepIngestion {
   private readonly parts = new Map<string, { partId: string; kind: 'text' | 'reasoning' | 'tool' }>();
   private readonly buffers = new Map<string, Buffer>();
   private readonly toolNames = new Map<string, string>();
+  /** Parts started and not yet closed by the provider. */
+  private readonly unclosed = new Set<string>();
   private pending: DomainEvent[] = [];
   private partCount = 0;
 
@@ -97,6 +99,7 @@ export class StepIngestion {
       case 'segment.started': {
         const partId = this.partFor(`segment:${event.segmentId}`, event.kind);
         this.emit({ type: 'part.started', turnId, partId, step, kind: event.kind });
+        this.unclosed.add(partId);
         return;
       }
       case 'text.delta': {
@@ -109,12 +112,14 @@ export class StepIngestion {
       case 'segment.completed': {
         const partId = this.partFor(`segment:${event.segmentId}`, 'text');
         this.emit({ type: 'part.completed', turnId, partId, signature: event.signature });
+        this.unclosed.delete(partId);
         return;
       }
       case 'toolCall.started': {
         const partId = this.partFor(`call:${event.callId}`, 'tool');
         this.toolNames.set(event.callId, event.name);
         this.emit({ type: 'part.started', turnId, partId, step, kind: 'tool', toolCallId: event.callId, toolName: event.name });
+        this.unclosed.add(partId);
         return;
       }
       case 'toolCall.inputDelta': {
@@ -126,6 +131,7 @@ export class StepIngestion {
       case 'toolCall.ready': {
         const partId = this.partFor(`call:${event.callId}`, 'tool');
         this.emit({ type: 'tool.inputReady', turnId, partId, toolCallId: event.callId, input: event.input });
+        this.unclosed.delete(partId);
         if (!this.toolCalls.some((call) => call.callId === event.callId)) {
           this.toolCalls.push({ callId: event.callId, name: this.toolNames.get(event.callId) ?? 'unknown', input: event.input });
         }
@@ -157,6 +163,27 @@ export class StepIngestion {
     const ready = this.pending;
     this.pending = [];
     return ready;
+  }
+
+  /**
+   * The answer completed but left parts open (a provider that never closed a
+   * segment): text is final as it stands, a tool call without complete input
+   * cannot run. Closing them lets the step close.
+   */
+  closeUnfinished(): void {
+    const { turnId } = this.options;
+    for (const [key, { partId, kind }] of this.parts) {
+      if (!this.unclosed.has(partId)) continue;
+      this.unclosed.delete(partId);
+      if (kind === 'tool') {
+        this.emit({ type: 'part.failed', turnId, partId, error: 'the provider never completed this tool call’s input' });
+        const callId = key.slice('call:'.length);
+        const index = this.toolCalls.findIndex((call) => call.callId === callId);
+        if (index >= 0) this.toolCalls.splice(index, 1);
+      } else {
+        this.emit({ type: 'part.completed', turnId, partId, signature: null });
+      }
+    }
   }
 
   /** Everything, buffered or not: at the end of the call. */

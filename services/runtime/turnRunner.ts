@@ -17,10 +17,22 @@ export interface TurnRunnerOptions {
   /** A stream silent this long counts as a dropped connection. */
   idleTimeoutMs?: number;
   maxSteps?: number;
+  /**
+   * Whether the tools a step asks for are run (and the turn goes on). `false`,
+   * or `false` for a given step: they are recorded but not run, and the turn
+   * ends with that answer (a plan-only run, or the end of a recording).
+   */
+  runTools?: boolean | ((step: number) => boolean);
   retry?: RetryPolicy;
   flushMs?: number;
   maxBufferChars?: number;
   random?: () => number;
+  /**
+   * Sees (and may replace) each request before it is sent, like a middleware.
+   * Whatever it returns is checked against the log: it may change the model,
+   * tools or system prompt, never the conversation.
+   */
+  interceptRequest?: (request: ProviderRequest) => ProviderRequest;
 }
 
 const noTools: ToolExecutor = {
@@ -47,7 +59,7 @@ class StepFailed extends Error {
  * completed, failed, or interrupted (confirmed here, or by the deadline).
  */
 export class TurnRunner {
-  private readonly options: Required<Omit<TurnRunnerOptions, 'live'>> & Pick<TurnRunnerOptions, 'live'>;
+  private readonly options: Required<Omit<TurnRunnerOptions, 'live' | 'interceptRequest'>> & Pick<TurnRunnerOptions, 'live' | 'interceptRequest'>;
   private readonly runs = new Map<string, { threadId: string; controller: AbortController; done: Promise<void> }>();
   private readonly decisions = new Map<string, (decision: Decision) => void>();
   private unsubscribe: (() => void) | undefined;
@@ -56,6 +68,7 @@ export class TurnRunner {
     this.options = {
       idleTimeoutMs: 60_000,
       maxSteps: 50,
+      runTools: true,
       retry: defaultRetryPolicy,
       flushMs: 50,
       maxBufferChars: 24_000,
@@ -144,8 +157,10 @@ export class TurnRunner {
       for (let step = 1; ; step++) {
         if (signal.aborted) throw signal.reason;
         view = await engine.getThread(threadId);
-        const request: ProviderRequest = { model: turn.provider.model, system: systemPrompt(view), messages: deriveMessages(view), tools: tools.specs() };
+        const derived: ProviderRequest = { model: turn.provider.model, system: systemPrompt(view), messages: deriveMessages(view), tools: tools.specs() };
         await record([{ type: 'step.started', turnId, step }]);
+        const request = this.options.interceptRequest?.(derived) ?? derived;
+        this.assertRequestMatchesLog(threadId, request);
         const ingestion = new StepIngestion({
           turnId,
           step,
@@ -182,6 +197,11 @@ export class TurnRunner {
           ]);
           return;
         }
+        const { runTools } = this.options;
+        if (!(typeof runTools === 'function' ? runTools(step) : runTools)) {
+          await this.endWithoutTools(threadId, turnId, step, ingestion, record);
+          return;
+        }
         await record([{ type: 'tools.started', turnId, step, toolCallIds: calls.map((call) => call.callId) }]);
         for (const call of calls) await this.runTool(threadId, turnId, call, tools, record, signal);
         await record([{ type: 'step.finished', turnId, step, outcome: 'toolCalls', finishReason: ingestion.rawReason, usage: ingestion.usage, error: null }]);
@@ -194,8 +214,41 @@ export class TurnRunner {
         return;
       }
       if (!(error instanceof StepFailed) && !(error instanceof TurnloomError)) console.error(`turnloom runner: turn ${turnId} failed`, error);
+      if (error instanceof TurnloomError) {
+        await record([{ type: 'activity.recorded', turnId, kind: 'error', message: error.message, data: { code: error.code, ...error.details } }]).catch(() => undefined);
+      }
+      if (error instanceof StepFailed) {
+        // The classified error, kept whole for whoever reads the thread (and for compaction, when it is a full context).
+        await record([
+          {
+            type: 'activity.recorded',
+            turnId,
+            kind: 'error',
+            message: error.info.kind === 'contextOverflow' ? `the context is full; compaction is needed: ${error.info.message}` : error.info.message,
+            data: { error: { ...error.info }, retryable: false },
+          },
+        ]).catch(() => undefined);
+      }
       await settle({ kind: 'failed', error: error instanceof StepFailed ? `${error.info.kind}: ${error.info.message}` : (error as Error).message });
     }
+  }
+
+  /**
+   * What the model sees is exactly what was recorded: right before the call,
+   * the conversation is derived again from the durable log and compared, byte
+   * for byte, with the request about to be sent. A difference fails the step.
+   */
+  private assertRequestMatchesLog(threadId: string, request: ProviderRequest): void {
+    const stored = this.options.engine.readStoredView(threadId);
+    const expected = JSON.stringify(stored ? deriveMessages(stored) : []);
+    const outgoing = JSON.stringify(request.messages);
+    if (expected === outgoing) return;
+    let at = 0;
+    while (at < expected.length && expected[at] === outgoing[at]) at++;
+    throw new TurnloomError('conflict', `the request diverges from the durable log at character ${at}; refusing to send it`, {
+      expected: expected.slice(Math.max(0, at - 40), at + 40),
+      outgoing: outgoing.slice(Math.max(0, at - 40), at + 40),
+    });
   }
 
   /** One model call: canonical events in, domain events recorded as they become due; a silent stream is a dropped connection. */
@@ -221,6 +274,7 @@ export class TurnRunner {
         await record(ingestion.take());
       }
       if (ingestion.stopReason === null) throw new StepFailed({ kind: 'connection', message: 'the stream ended before the answer completed', status: null, retryAfterMs: null });
+      ingestion.closeUnfinished();
     } catch (error) {
       if (signal.aborted) throw error;
       if (idle) throw new StepFailed({ kind: 'connection', message: `no data for ${this.options.idleTimeoutMs} ms`, status: null, retryAfterMs: null });
@@ -233,6 +287,22 @@ export class TurnRunner {
       // Whatever arrived is kept: on success, on failure, and on interrupt.
       await record(ingestion.drain()).catch(() => undefined);
     }
+  }
+
+  /** Without tools: each call is closed unrun with a result saying so, then the step and the turn. */
+  private async endWithoutTools(threadId: string, turnId: string, step: number, ingestion: StepIngestion, record: (events: DomainEvent[]) => Promise<void>): Promise<void> {
+    const parts = (await this.options.engine.getThread(threadId)).turns[turnId]!.messages[1].parts;
+    const unrun = ingestion.toolCalls.flatMap((call): DomainEvent[] => {
+      const part = parts.find((candidate) => candidate.tool?.callId === call.callId && candidate.state === 'running.tool.inputReady');
+      if (!part) return [];
+      const result = 'This tool call was recorded but not run (tools are off for this run). It is safe to run it.';
+      return [{ type: 'part.interrupted', turnId, partId: part.id, reason: 'tools are off', tool: { toolCallId: call.callId, outcome: 'notStarted', result } }];
+    });
+    await record([
+      ...unrun,
+      { type: 'step.finished', turnId, step, outcome: 'toolCalls', finishReason: ingestion.rawReason, usage: ingestion.usage, error: null },
+      { type: 'turn.completed', turnId, stopReason: ingestion.stopReason ?? 'toolCalls' },
+    ]);
   }
 
   /** A failed attempt keeps its partial output, marked failed, and its step closes with the error. */
