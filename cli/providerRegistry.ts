@@ -1,4 +1,7 @@
 import { readFileSync } from 'node:fs';
+import { AnthropicProvider } from '../adapters/providers/anthropicProvider.ts';
+import { OpenAiChatProvider } from '../adapters/providers/openaiChatProvider.ts';
+import { OpenAiResponsesProvider } from '../adapters/providers/openaiResponsesProvider.ts';
 import { ScriptedProvider, scriptSchema } from '../adapters/providers/scriptedProvider.ts';
 import type { ProviderChoice } from '../services/engine/domainEvents.ts';
 import type { ProviderAdapter } from '../services/runtime/providerAdapter.ts';
@@ -12,16 +15,33 @@ export interface ProviderSetup {
 
 /**
  * The providers this process can run, from the environment. The scripted
- * provider is always there (from `scriptPath`, or its default script); a
- * real provider becomes the default when its API key is set.
+ * provider is always there (from `scriptPath`, or its default script). With
+ * `ANTHROPIC_API_KEY`, `anthropic`; with `OPENAI_API_KEY`, `openai-chat` and
+ * `openai-responses` (`OPENAI_BASE_URL` points them at any compatible
+ * server). The default is `TURNLOOM_PROVIDER`, else the first real provider,
+ * else scripted; `TURNLOOM_MODEL` picks its model.
  */
 export function providersFromEnvironment(env: NodeJS.ProcessEnv, scriptPath?: string): ProviderSetup {
   const script = scriptPath ? scriptSchema.parse(JSON.parse(readFileSync(scriptPath, 'utf8'))) : undefined;
   const providers: Record<string, ProviderAdapter> = { scripted: new ScriptedProvider(script) };
-  const defaultProvider: ProviderChoice = { name: 'scripted', model: null };
+  const models: Record<string, string> = {};
+  if (env.ANTHROPIC_API_KEY) {
+    models.anthropic = env.TURNLOOM_ANTHROPIC_MODEL ?? 'claude-sonnet-4-5';
+    providers.anthropic = new AnthropicProvider({ apiKey: env.ANTHROPIC_API_KEY, ...(env.ANTHROPIC_BASE_URL ? { baseURL: env.ANTHROPIC_BASE_URL } : {}), defaultModel: models.anthropic });
+  }
+  if (env.OPENAI_API_KEY) {
+    const options = { apiKey: env.OPENAI_API_KEY, ...(env.OPENAI_BASE_URL ? { baseURL: env.OPENAI_BASE_URL } : {}), defaultModel: env.TURNLOOM_OPENAI_MODEL ?? 'gpt-4.1-mini' };
+    models['openai-chat'] = options.defaultModel;
+    models['openai-responses'] = options.defaultModel;
+    providers['openai-chat'] = new OpenAiChatProvider(options);
+    providers['openai-responses'] = new OpenAiResponsesProvider(options);
+  }
+  const name = env.TURNLOOM_PROVIDER ?? Object.keys(providers).find((candidate) => candidate !== 'scripted') ?? 'scripted';
+  if (!providers[name]) throw new Error(`TURNLOOM_PROVIDER=${name}, but that provider is not configured (set its API key)`);
+  const defaultProvider: ProviderChoice = { name, model: env.TURNLOOM_MODEL ?? models[name] ?? null };
   return {
     providers,
     defaultProvider,
-    summary: `providers: ${Object.keys(providers).join(', ')}; default ${defaultProvider.name}${defaultProvider.model ? ` (${defaultProvider.model})` : ''}`,
+    summary: `providers: ${Object.keys(providers).join(', ')}; default ${name}${defaultProvider.model ? ` (${defaultProvider.model})` : ''}`,
   };
 }

@@ -2,3 +2,7 @@ export { TurnloomError, IllegalTransition } from './errors.ts';
 export type { ErrorCode, ErrorBody } from './errors.ts';
 export { strictSend, assertAccepts, stateName } from './strictSend.ts';
 export * from './engine/index.ts';
+export * from './api/index.ts';
+export * from './runtime/index.ts';
+export { startTurnloomServer, VERSION } from './turnloomServer.ts';
+export type { TurnloomServer, TurnloomServerOptions } from './turnloomServer.ts';

@@ -40,7 +40,7 @@ const scriptItem = z.union([
     .object({
       error: z
         .object({
-          kind: z.enum(['rateLimit', 'overloaded', 'connection', 'contextOverflow', 'authentication', 'invalidRequest', 'server']),
+          kind: z.enum(['rateLimit', 'overloaded', 'connection', 'contextOverflow', 'authentication', 'invalidRequest', 'quotaExceeded', 'server']),
           message: z.string().default('scripted failure'),
           status: z.number().int().nullable().default(null),
           retryAfterMs: z.number().int().min(0).nullable().default(null),

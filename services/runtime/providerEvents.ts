@@ -44,6 +44,8 @@ export type ProviderErrorKind =
   | 'authentication'
   /** 400, 404, 422 and refusals of the request: fails at once. */
   | 'invalidRequest'
+  /** The account is out of quota or credit: fails at once (waiting will not fix it). */
+  | 'quotaExceeded'
   /** 500 and other server errors: retried with backoff. */
   | 'server';
 

@@ -1,0 +1,3 @@
+export { LmdbStore } from './lmdbStore.ts';
+export type { ThreadStore, CommitBatch, Receipt, ThreadHead, ActorSnapshotRecord } from './threadStore.ts';
+export * from './providers/index.ts';

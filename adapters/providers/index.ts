@@ -1,0 +1,10 @@
+export { AnthropicProvider, toMessagesParams } from './anthropicProvider.ts';
+export type { AnthropicProviderOptions } from './anthropicProvider.ts';
+export { OpenAiChatProvider, toChatParams } from './openaiChatProvider.ts';
+export { OpenAiResponsesProvider, toResponsesParams } from './openaiResponsesProvider.ts';
+export type { OpenAiProviderOptions } from './openaiClient.ts';
+export { ScriptedProvider, scriptSchema, defaultScript } from './scriptedProvider.ts';
+export type { Script, ScriptInput } from './scriptedProvider.ts';
+export { classifyProviderError } from './classifyProviderError.ts';
+export { serveRecordedStream, parseChunks, splitResponses } from './recordedStreamServer.ts';
+export type { RecordedStreamServer, ResponsePlan, WireProtocol, RecordedRequest } from './recordedStreamServer.ts';
