@@ -4,6 +4,7 @@ import { ZodError } from 'zod';
 import { TurnloomError } from '../services/errors.ts';
 import { runCharts } from './chartsCommand.ts';
 import { demoCommand, demoUsage } from './demoCommand.ts';
+import { replayCommand, replayUsage } from './replayCommand.ts';
 import { serveCommand, serveUsage } from './serveCommand.ts';
 
 /** The package root: charts belong to the package, wherever the command runs from. */
@@ -14,12 +15,15 @@ const usage = `turnloom <command>
 commands:
   demo               one turn end to end on the embedded defaults (see below)
   serve              run the engine and its headless API (see below)
+  replay FILE        run a recorded provider stream through the real SDK and the engine (see below)
   charts [--check]   write docs/charts/*.mmd|json and the generated doc sections;
                      --check exits 1 when any of them is stale
 
 ${demoUsage}
 
-${serveUsage}`;
+${serveUsage}
+
+${replayUsage}`;
 
 async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
@@ -39,6 +43,8 @@ async function main(argv: string[]): Promise<number> {
       return demoCommand(rest);
     case 'serve':
       return serveCommand(rest);
+    case 'replay':
+      return replayCommand(rest);
     case undefined:
     case 'help':
     case '--help':

@@ -1,0 +1,116 @@
+import { readFileSync } from 'node:fs';
+import { parseArgs } from 'node:util';
+import { AnthropicProvider } from '../adapters/providers/anthropicProvider.ts';
+import { OpenAiChatProvider } from '../adapters/providers/openaiChatProvider.ts';
+import { OpenAiResponsesProvider } from '../adapters/providers/openaiResponsesProvider.ts';
+import { type WireProtocol, parseChunks, serveRecordedStream, splitResponses } from '../adapters/providers/recordedStreamServer.ts';
+import { LmdbStore } from '../adapters/lmdbStore.ts';
+import { InProcessHub } from '../bus/index.ts';
+import type { ThreadView } from '../services/engine/threadView.ts';
+import type { ProviderAdapter, ToolExecutor } from '../services/runtime/providerAdapter.ts';
+import { startTurnloomServer } from '../services/turnloomServer.ts';
+import { tempFolder } from './tempFolder.ts';
+
+export const replayUsage = `turnloom replay <file.chunks.txt> --provider anthropic|openai-chat|openai-responses [--json]
+  serves a recorded stream (one JSON chunk per line) to the real SDK from a local
+  HTTP server, runs it through adapter → ingestion → engine, and prints the turn;
+  a recording of several responses plays one per model call`;
+
+/** Tools are not run in a replay: the recording already holds what the model said next. */
+const replayTools: ToolExecutor = {
+  specs: () => [],
+  needsApproval: () => false,
+  execute: async () => ({ output: 'not run: this turn replays a recorded stream', isError: false }),
+};
+
+const adapters: Record<WireProtocol, (baseURL: string) => ProviderAdapter> = {
+  anthropic: (baseURL) => new AnthropicProvider({ baseURL, defaultModel: 'recorded', tools: replayTools }),
+  'openai-chat': (baseURL) => new OpenAiChatProvider({ baseURL, defaultModel: 'recorded', tools: replayTools }),
+  'openai-responses': (baseURL) => new OpenAiResponsesProvider({ baseURL, defaultModel: 'recorded', tools: replayTools }),
+};
+
+export interface ReplayResult {
+  status: string;
+  text: string;
+  reasoning: string;
+  toolCalls: Array<{ id: string; name: string; input: unknown }>;
+  stopReason: string | null;
+  rawStopReason: string | null;
+  usage: ThreadView['usage'];
+  error: { kind: string; message: string; status: number | null } | null;
+  diagnostics: Array<{ message: string; machine?: unknown; state?: unknown; event?: unknown }>;
+  attempts: number;
+  events: number;
+}
+
+/** Replays one recorded stream and reads the resulting turn back from the engine. */
+export async function replayRecording(file: string, protocol: WireProtocol): Promise<ReplayResult> {
+  const responses = splitResponses(protocol, parseChunks(readFileSync(file, 'utf8')));
+  const http = await serveRecordedStream(
+    protocol,
+    responses.map((chunks) => ({ kind: 'stream', chunks })),
+  );
+  const folder = tempFolder('turnloom-replay-');
+  const server = await startTurnloomServer({
+    bus: new InProcessHub().connect(),
+    store: LmdbStore.open(folder.path),
+    providers: { [protocol]: adapters[protocol](http.baseURL) },
+    // A recording is what it is: each response played once, and the turn ends with the last one.
+    runner: { runTools: (step) => step < responses.length, retry: { maxAttempts: 1, baseDelayMs: 0, maxDelayMs: 0, jitter: 0 }, idleTimeoutMs: 10_000 },
+  });
+  try {
+    const { engine } = server;
+    await engine.submit({ type: 'thread.create', commandId: 'replay-thread', threadId: 'replay', title: file, workspace: null });
+    await engine.submit({ type: 'turn.start', commandId: 'replay-turn', threadId: 'replay', turnId: 'replay', input: { text: 'replay' }, provider: { name: protocol, model: null } });
+    let view = await engine.getThread('replay');
+    for (const deadline = Date.now() + 30_000; view.openTurnId && Date.now() < deadline; view = await engine.getThread('replay')) {
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    const turn = view.turns.replay!;
+    const parts = turn.messages[1].parts;
+    const failure = turn.activities.filter((activity) => activity.kind === 'error').at(-1)?.data.error as ReplayResult['error'] | undefined;
+    const lastStep = turn.steps.at(-1);
+    return {
+      status: turn.state,
+      text: parts.filter((part) => part.kind === 'text').map((part) => part.text).join(''),
+      reasoning: parts.filter((part) => part.kind === 'reasoning').map((part) => part.text).join(''),
+      toolCalls: parts.flatMap((part) => (part.tool ? [{ id: part.tool.callId, name: part.tool.name, input: part.tool.input }] : [])),
+      stopReason: lastStep?.stopReason ?? null,
+      rawStopReason: lastStep?.finishReason ?? null,
+      usage: turn.usage,
+      error: failure ? { kind: failure.kind, message: failure.message, status: failure.status } : null,
+      diagnostics: [...view.activities, ...turn.activities]
+        .filter((activity) => activity.kind === 'diagnostic')
+        .map((activity) => ({ message: activity.message, machine: activity.data.machine, state: activity.data.state, event: activity.data.event })),
+      attempts: http.requests.length,
+      events: view.seq,
+    };
+  } finally {
+    await server.stop();
+    await http.close();
+    folder.remove();
+  }
+}
+
+export async function replayCommand(args: string[]): Promise<number> {
+  const { values, positionals } = parseArgs({ args, allowPositionals: true, options: { provider: { type: 'string' }, json: { type: 'boolean', default: false } } });
+  const file = positionals[0];
+  const protocol = values.provider as WireProtocol | undefined;
+  if (!file || !protocol || !(protocol in adapters)) {
+    console.error(replayUsage);
+    return 2;
+  }
+  const result = await replayRecording(file, protocol);
+  if (values.json) {
+    console.log(JSON.stringify(result, null, 2));
+  } else {
+    console.log(`turn ${result.status}; stop reason ${result.stopReason ?? '—'} (${result.rawStopReason ?? '—'}); ${result.events} events; ${result.attempts} request(s)`);
+    if (result.reasoning) console.log(`\n[reasoning]\n${result.reasoning}`);
+    if (result.text) console.log(`\n[text]\n${result.text}`);
+    for (const call of result.toolCalls) console.log(`\n[tool call] ${call.name} ${JSON.stringify(call.input)} (${call.id})`);
+    console.log(`\nusage ${JSON.stringify(result.usage)}`);
+    if (result.error) console.log(`error: ${result.error.kind}: ${result.error.message}`);
+    for (const diagnostic of result.diagnostics) console.log(`diagnostic: ${diagnostic.message}`);
+  }
+  return result.status === 'completed' ? 0 : 1;
+}
