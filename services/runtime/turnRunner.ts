@@ -209,26 +209,12 @@ export class TurnRunner {
       }
     } catch (error) {
       if (signal.aborted) {
-        const reason = (await engine.getThread(threadId)).turns[turnId]?.interrupt?.reason ?? 'the turn was stopped';
-        await settle({ kind: 'interrupted', cause: 'provider', reason });
+        const stopped = (await engine.getThread(threadId)).turns[turnId]?.interrupt?.reason;
+        await settle({ kind: 'interrupted', cause: 'provider', reason: stopped ?? (signal.reason as Error | undefined)?.message ?? 'the turn was stopped' });
         return;
       }
       if (!(error instanceof StepFailed) && !(error instanceof TurnloomError)) console.error(`turnloom runner: turn ${turnId} failed`, error);
-      if (error instanceof TurnloomError) {
-        await record([{ type: 'activity.recorded', turnId, kind: 'error', message: error.message, data: { code: error.code, ...error.details } }]).catch(() => undefined);
-      }
-      if (error instanceof StepFailed) {
-        // The classified error, kept whole for whoever reads the thread (and for compaction, when it is a full context).
-        await record([
-          {
-            type: 'activity.recorded',
-            turnId,
-            kind: 'error',
-            message: error.info.kind === 'contextOverflow' ? `the context is full; compaction is needed: ${error.info.message}` : error.info.message,
-            data: { error: { ...error.info }, retryable: false },
-          },
-        ]).catch(() => undefined);
-      }
+      await record([failureActivity(turnId, error)]).catch(() => undefined);
       await settle({ kind: 'failed', error: error instanceof StepFailed ? `${error.info.kind}: ${error.info.message}` : (error as Error).message });
     }
   }
@@ -264,7 +250,9 @@ export class TurnRunner {
     signal.addEventListener('abort', onAbort, { once: true });
     let idle = false;
     let timer = setTimeout(() => ((idle = true), call.abort()), this.options.idleTimeoutMs);
-    const ticker = setInterval(() => void record(ingestion.take()).catch(() => undefined), this.options.flushMs);
+    // Deltas still buffered when the stream goes quiet are written by the clock; a failure there fails the step.
+    let flushFailure: unknown;
+    const ticker = setInterval(() => void record(ingestion.take()).catch((error: unknown) => (flushFailure ??= error)), this.options.flushMs);
     try {
       for await (const event of abortable(adapter.stream(request, call.signal), call.signal)) {
         clearTimeout(timer);
@@ -272,9 +260,12 @@ export class TurnRunner {
         if (event.type === 'turn.failed') throw new StepFailed(event.error);
         ingestion.accept(event);
         await record(ingestion.take());
+        if (flushFailure) throw flushFailure;
       }
       if (ingestion.stopReason === null) throw new StepFailed({ kind: 'connection', message: 'the stream ended before the answer completed', status: null, retryAfterMs: null });
       ingestion.closeUnfinished();
+      await record(ingestion.drain());
+      if (flushFailure) throw flushFailure;
     } catch (error) {
       if (signal.aborted) throw error;
       if (idle) throw new StepFailed({ kind: 'connection', message: `no data for ${this.options.idleTimeoutMs} ms`, status: null, retryAfterMs: null });
@@ -284,7 +275,7 @@ export class TurnRunner {
       clearTimeout(timer);
       clearInterval(ticker);
       signal.removeEventListener('abort', onAbort);
-      // Whatever arrived is kept: on success, on failure, and on interrupt.
+      // On a failure or an interrupt, whatever arrived is still kept, as far as it can be.
       await record(ingestion.drain()).catch(() => undefined);
     }
   }
@@ -339,6 +330,9 @@ export class TurnRunner {
       const approvalId = `${partId}-approval`;
       const decided = this.waitForDecision(threadId, turnId, approvalId, signal);
       await record([{ type: 'approval.requested', turnId, approvalId, partId, toolCallId: call.callId, toolName: call.name, input: call.input }]);
+      const asked = (await this.options.engine.getThread(threadId)).turns[turnId]!.approvals.some((approval) => approval.id === approvalId);
+      // Refused by the machines (the turn is being stopped): nobody will answer, so nothing runs.
+      if (!asked) this.decisions.get(approvalId)?.('cancelled');
       if ((await decided) !== 'granted') return;
       await record([{ type: 'approval.consumed', turnId, approvalId }, executing]);
     } else {
@@ -387,6 +381,22 @@ export class TurnRunner {
     for (const run of this.runs.values()) run.controller.abort(new Error('the server is shutting down'));
     await Promise.allSettled([...this.runs.values()].map((run) => run.done));
   }
+}
+
+/** The error that ended a turn, kept whole on the thread (and, for a full context, marked for compaction). */
+function failureActivity(turnId: string, error: unknown): DomainEvent {
+  if (error instanceof StepFailed) {
+    const { info } = error;
+    return {
+      type: 'activity.recorded',
+      turnId,
+      kind: 'error',
+      message: info.kind === 'contextOverflow' ? `the context is full; compaction is needed: ${info.message}` : info.message,
+      data: { error: { ...info }, retryable: false },
+    };
+  }
+  const details = error instanceof TurnloomError ? { code: error.code, ...error.details } : {};
+  return { type: 'activity.recorded', turnId, kind: 'error', message: (error as Error).message, data: details };
 }
 
 /** Settles with the promise, or rejects as soon as the signal aborts: a tool or provider that ignores the signal cannot hold a turn. */
