@@ -14,7 +14,8 @@ export const serveUsage = `turnloom serve [options]
   --prefix P          subject prefix (default turnloom)
   --auth FILE         tokens and scopes as JSON: {"tokens":{"<token>":{"principal":"alice","scopes":["read","operate"]}}}
   --script FILE       script for the scripted provider (see docs/providers.md)
-  --max-payload N     largest request in bytes (default 1048576)`;
+  --max-payload N     largest request in bytes (default 1048576)
+  --approval-timeout S  an approval nobody answers expires after S seconds (default: never)`;
 
 export async function serveCommand(args: string[]): Promise<number> {
   const { values } = parseArgs({
@@ -29,6 +30,7 @@ export async function serveCommand(args: string[]): Promise<number> {
       auth: { type: 'string' },
       script: { type: 'string' },
       'max-payload': { type: 'string' },
+      'approval-timeout': { type: 'string' },
     },
   });
   const dataDir = resolve(values.data!);
@@ -50,6 +52,7 @@ export async function serveCommand(args: string[]): Promise<number> {
     providers: setup.providers,
     defaultProvider: setup.defaultProvider,
     ...(values['max-payload'] ? { maxPayloadBytes: Number(values['max-payload']) } : {}),
+    ...(values['approval-timeout'] ? { approvalTimeoutMs: Number(values['approval-timeout']) * 1_000 } : {}),
   });
   console.log(`turnloom ${VERSION} serving on ${values.nats ?? 'the in-process bus (pass --nats URL to serve other processes)'}`);
   console.log(`  API: ${server.subjects.prefix}.v1.api.<method>  events: ${server.subjects.prefix}.v1.evt.<threadId>  live: ${server.subjects.prefix}.v1.live.<threadId>`);

@@ -3,7 +3,7 @@ import { type Bus, MSGPACK, type Subjects, encode, subjects as subjectsFor } fro
 import { ApiServer, type AuthConfig, Authenticator, publishCommittedEvents } from './api/index.ts';
 import type { ProviderChoice } from './engine/domainEvents.ts';
 import { Engine } from './engine/engine.ts';
-import { InterruptDeadlines } from './runtime/interruptDeadlines.ts';
+import { Deadlines } from './runtime/deadlines.ts';
 import type { ProviderAdapter } from './runtime/providerAdapter.ts';
 import { TurnRunner, type TurnRunnerOptions } from './runtime/turnRunner.ts';
 
@@ -25,6 +25,8 @@ export interface TurnloomServerOptions {
   runner?: Omit<TurnRunnerOptions, 'engine' | 'adapterFor' | 'live'>;
   /** An interrupt nobody confirms is settled after this long (default 10 s). */
   interruptDeadlineMs?: number;
+  /** An approval nobody answers expires after this long (default: never). */
+  approvalTimeoutMs?: number | null;
 }
 
 export interface TurnloomServer {
@@ -50,7 +52,7 @@ export async function startTurnloomServer(options: TurnloomServerOptions): Promi
     ...(options.maxPayloadBytes ? { maxPayloadBytes: options.maxPayloadBytes } : {}),
     version: VERSION,
   }).start();
-  const deadlines = await new InterruptDeadlines(engine, options.interruptDeadlineMs ?? 10_000).start();
+  const deadlines = await new Deadlines(engine, { interruptMs: options.interruptDeadlineMs ?? 10_000, approvalMs: options.approvalTimeoutMs ?? null }).start();
   const providers = options.providers;
   const runner = providers
     ? await new TurnRunner({

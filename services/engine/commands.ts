@@ -50,6 +50,13 @@ export type SystemCommand =
       outcome: Exclude<TurnOutcome, { cause: 'repair' }>;
     }
   | {
+      /** Nobody answered an approval before its deadline. */
+      type: 'approval.expire';
+      commandId: string;
+      threadId: string;
+      approvalId: string;
+    }
+  | {
       /** The provider session is gone after a stop request. */
       type: 'session.confirmStopped';
       commandId: string;

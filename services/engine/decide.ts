@@ -94,6 +94,11 @@ export function decide(command: Command, draft: ThreadDraft): number {
       settleOpenTurn(draft, command.turnId, command.outcome);
       return 0;
     }
+    case 'approval.expire': {
+      const { turnId, approval } = findApproval(draft, command.approvalId);
+      draft.emit({ type: 'approval.expired', turnId, approvalId: approval.id, partId: approval.partId });
+      return 0;
+    }
     case 'session.confirmStopped':
       draft.emit({ type: 'session.stopped' });
       return 0;

@@ -252,6 +252,7 @@ function applyContent(view: ThreadView, event: DomainEvent, at: number, seq: num
           {
             id: event.approvalId,
             state: initialStateName(approvalMachine, { approvalId: event.approvalId }),
+            requestedAt: at,
             partId: event.partId,
             toolCallId: event.toolCallId,
             toolName: event.toolName,

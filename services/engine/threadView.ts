@@ -86,6 +86,7 @@ export interface ToolCallView {
 export interface ApprovalView {
   id: string;
   state: string;
+  requestedAt: number;
   partId: string;
   toolCallId: string;
   toolName: string;

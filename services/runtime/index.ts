@@ -1,6 +1,7 @@
 export { TurnRunner } from './turnRunner.ts';
 export type { TurnRunnerOptions } from './turnRunner.ts';
-export { InterruptDeadlines } from './interruptDeadlines.ts';
+export { Deadlines } from './deadlines.ts';
+export type { DeadlineOptions } from './deadlines.ts';
 export { StepIngestion } from './stepIngestion.ts';
 export type { LiveDelta, StepIngestionOptions } from './stepIngestion.ts';
 export { deriveMessages, systemPrompt } from './deriveRequest.ts';

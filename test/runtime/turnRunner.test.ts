@@ -130,6 +130,19 @@ describe('the in-process turn runner', () => {
     expect(turn.steps[0]!.outcome).toBe('interrupted');
   });
 
+  it('expires an approval nobody answers: the tool does not run, the model is told, the turn goes on', async () => {
+    const script: ScriptInput = { steps: [[{ toolCall: { name: 'deploy', input: {}, approval: true, result: 'deployed' } }], [{ text: 'Not deployed, then.' }]] };
+    fx = await openApiFixture({ providers: { scripted: new ScriptedProvider(script) }, approvalTimeoutMs: 200 });
+    const client = await fx.client();
+    const { threadId } = await client.call('thread.create', {});
+    const { turnId } = await client.call('turn.start', { threadId, input: { text: 'ship it' } });
+    await expect.poll(async () => (await turnState(client, threadId, turnId)).state, { timeout: 10_000 }).toBe('completed');
+    const turn = await turnState(client, threadId, turnId);
+    expect(turn.approvals[0]!.state).toBe('expired');
+    expect(turn.messages[1].parts[0]).toMatchObject({ state: 'error', error: 'approval expired', tool: { output: null } });
+    expect(turn.messages[1].parts[1]!.text).toBe('Not deployed, then.');
+  });
+
   it('fails a turn for an unknown provider, cleanly, and the next turn can run', async () => {
     const { client, threadId } = await setup({ scripted: new ScriptedProvider({ steps: [[{ text: 'ok' }]] }) });
     const { turnId } = await client.call('turn.start', { threadId, input: { text: 'x' }, provider: { name: 'nowhere' } });

@@ -20,7 +20,7 @@ const eventKinds = [
   'tool.failed', 'part.failed', 'part.interrupted', 'approval.requested', 'approval.consumed', 'approval.undelivered',
   'turn.completed', 'turn.failed', 'turn.interrupted',
 ] as const;
-const clientKinds = ['turn.start', 'turn.interrupt', 'approve', 'deny', 'session.stop', 'turn.settle', 'turn.fail', 'session.confirmStopped', 'turn.repair', 'rename'] as const;
+const clientKinds = ['turn.start', 'turn.interrupt', 'approve', 'deny', 'expire', 'session.stop', 'turn.settle', 'turn.fail', 'session.confirmStopped', 'turn.repair', 'rename'] as const;
 
 const opArb: fc.Arbitrary<Op> = fc.record({
   noise: fc.boolean().chain((coin) => (coin ? fc.boolean() : fc.constant(false))),
@@ -46,7 +46,7 @@ function plausible(view: ThreadView): string[] {
     case 'running.betweenSteps': return ['step.started', 'step.started', 'turn.completed'];
     case 'running.requesting': return ['response.started', 'text', 'tool', 'step.finished'];
     case 'running.responded': return ['tools.started', 'tools.started', 'step.finished'];
-    case 'running.awaitingApproval': return ['approve', 'approve', 'deny', 'turn.interrupt'];
+    case 'running.awaitingApproval': return ['approve', 'approve', 'deny', 'expire', 'turn.interrupt'];
     case 'running.runningTools':
       if (open.some((part) => part.state === 'running.tool.executing')) return ['tool.result', 'tool.failed'];
       return open.length > 0 ? ['approval.requested', 'tool.executing'] : ['step.finished', 'approval.consumed'];
@@ -76,6 +76,7 @@ function concrete(op: Op, view: ThreadView, n: number): Command {
     case 'turn.interrupt': return { ...base, type: 'turn.interrupt', turnId: op.a % 2 ? turnId : null, reason: 'user' };
     case 'approve':
     case 'deny': return { ...base, type: 'approval.respond', approvalId: approval?.id ?? 'none', decision: op.kind === 'approve' ? 'approve' : 'deny', by: 'u', note: null };
+    case 'expire': return { ...base, type: 'approval.expire', approvalId: approval?.id ?? 'none' };
     case 'session.stop': return { ...base, type: 'session.stop', reason: 'user' };
     case 'turn.settle': return { ...base, type: 'turn.settle', turnId, outcome: { kind: 'interrupted', cause: op.b % 2 ? 'provider' : 'deadline', reason: 'x' } };
     case 'turn.fail': return { ...base, type: 'turn.settle', turnId, outcome: { kind: 'failed', error: 'provider broke' } };

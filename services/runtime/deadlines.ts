@@ -1,0 +1,84 @@
+import type { Engine } from '../engine/engine.ts';
+import { TurnloomError } from '../errors.ts';
+
+export interface DeadlineOptions {
+  /** An interrupt nobody confirms is settled after this long. */
+  interruptMs: number;
+  /** An approval nobody answers expires after this long; `null`: approvals wait for ever. */
+  approvalMs: number | null;
+}
+
+/**
+ * The deadlines of the lifecycles, kept outside the machines (XState would
+ * not re-arm `after` timers from a persisted snapshot) and re-armed on start
+ * from the read model: an interrupt nobody confirms (the worker died, hangs,
+ * or never existed) is settled with cause `deadline`; an approval nobody
+ * answers expires, which the tool waiting for it reads as a refusal.
+ */
+export class Deadlines {
+  private readonly timers = new Map<string, NodeJS.Timeout>();
+  private unsubscribe: (() => void) | undefined;
+
+  constructor(
+    private readonly engine: Engine,
+    private readonly options: DeadlineOptions,
+  ) {}
+
+  async start(): Promise<this> {
+    this.unsubscribe = this.engine.onCommitted((events) => {
+      for (const { threadId, at, event } of events) {
+        if (event.type === 'turn.interruptRequested') this.armInterrupt(threadId, event.turnId, this.options.interruptMs);
+        else if (event.type === 'approval.requested') this.armApproval(threadId, event.approvalId, at);
+        else if (event.type === 'turn.completed' || event.type === 'turn.failed' || event.type === 'turn.interrupted') this.disarm(`turn:${event.turnId}`);
+        else if (event.type === 'approval.granted' || event.type === 'approval.denied' || event.type === 'approval.cancelled' || event.type === 'approval.expired') {
+          this.disarm(`approval:${event.approvalId}`);
+        }
+      }
+    });
+    for (const { threadId, turnId } of this.engine.listOpenTurns()) {
+      const turn = (await this.engine.getThread(threadId)).turns[turnId];
+      if (turn?.state.startsWith('interrupting')) this.armInterrupt(threadId, turnId, this.options.interruptMs);
+      for (const approval of turn?.approvals ?? []) if (approval.state === 'pending') this.armApproval(threadId, approval.id, approval.requestedAt);
+    }
+    return this;
+  }
+
+  private armInterrupt(threadId: string, turnId: string, ms: number): void {
+    this.arm(`turn:${turnId}`, ms, () =>
+      this.engine.submit({ type: 'turn.settle', commandId: `deadline:${turnId}`, threadId, turnId, outcome: { kind: 'interrupted', cause: 'deadline', reason: 'the interrupt was not confirmed in time' } }),
+    );
+  }
+
+  private armApproval(threadId: string, approvalId: string, requestedAt: number): void {
+    if (this.options.approvalMs === null) return;
+    this.arm(`approval:${approvalId}`, Math.max(0, requestedAt + this.options.approvalMs - Date.now()), () =>
+      this.engine.submit({ type: 'approval.expire', commandId: `expire:${approvalId}`, threadId, approvalId }),
+    );
+  }
+
+  private arm(key: string, ms: number, fire: () => Promise<unknown>): void {
+    if (this.timers.has(key)) return;
+    const timer = setTimeout(() => {
+      this.timers.delete(key);
+      fire().catch((error: unknown) => {
+        // Settled or answered meanwhile: exactly what the deadline waited for.
+        if (!(error instanceof TurnloomError && (error.code === 'illegal_transition' || error.code === 'unavailable' || error.code === 'not_found'))) {
+          console.error('turnloom deadlines:', error);
+        }
+      });
+    }, ms);
+    timer.unref();
+    this.timers.set(key, timer);
+  }
+
+  private disarm(key: string): void {
+    clearTimeout(this.timers.get(key));
+    this.timers.delete(key);
+  }
+
+  stop(): void {
+    this.unsubscribe?.();
+    for (const timer of this.timers.values()) clearTimeout(timer);
+    this.timers.clear();
+  }
+}
