@@ -21,7 +21,7 @@ export interface SessionContext {
 
 export const sessionEventDescriptions: Record<SessionEvent['type'], string> = {
   'turn.begin': 'A turn claims the session; starts it lazily when there is none, so threads that never send a message cost nothing.',
-  'turn.end': 'The turn holding the session settled (completed, failed or interrupted), whatever state the session is in.',
+  'turn.end': 'The turn holding the session settled (completed, failed or interrupted); accepted in every state a turn can hold it in.',
   'session.started': 'The provider confirmed its session exists; only now can the waiting turn run.',
   'session.failed': 'The provider session died or could not start; the next turn may start a fresh one.',
   'session.stopRequested': 'A client asked to release the provider session; recorded before the provider is told.',
@@ -43,6 +43,7 @@ export const sessionMachine = setup({
       failure: ({ event }) => (event.type === 'session.failed' ? event.reason : null),
     }),
     forgetProviderSession: assign({ providerSessionId: null }),
+    recordAbandonedStart: assign({ failure: 'the turn ended before the session started' }),
   },
 }).createMachine({
   id: 'session',
@@ -55,11 +56,11 @@ export const sessionMachine = setup({
       on: { 'turn.begin': 'starting' },
     },
     starting: {
-      description: 'A turn is waiting while the provider session is created.',
+      description: 'A turn is waiting while the provider session is created; if the turn ends first, the session never came up (error).',
       on: {
         'session.started': { target: 'running', actions: 'recordProviderSession' },
         'session.failed': { target: 'error', actions: 'recordFailure' },
-        'turn.end': 'stopping',
+        'turn.end': { target: 'error', actions: 'recordAbandonedStart' },
         'session.stopRequested': 'stopping',
       },
     },
@@ -89,7 +90,10 @@ export const sessionMachine = setup({
     },
     stopped: {
       description: 'The provider session is gone on purpose; a new turn starts another.',
-      on: { 'turn.begin': 'starting' },
+      on: {
+        'turn.begin': 'starting',
+        'turn.end': 'stopped',
+      },
     },
     error: {
       description: 'The provider session failed; the thread lives on and the next turn restarts the session.',

@@ -122,6 +122,7 @@ export const turnMachine = setup({
         awaitingApproval: {
           description: 'A tool waits for a person; any authorised client may answer.',
           on: {
+            'step.finished': 'betweenSteps',
             'approval.granted': 'runningTools',
             'approval.denied': 'runningTools',
             'approval.expired': 'runningTools',

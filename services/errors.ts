@@ -8,6 +8,8 @@ export type ErrorCode =
   | 'unavailable'
   | 'internal';
 
+const errorCodes: readonly string[] = ['invalid_payload', 'not_found', 'illegal_transition', 'forbidden', 'conflict', 'unavailable', 'internal'];
+
 export interface ErrorBody {
   code: ErrorCode;
   message: string;
@@ -29,13 +31,18 @@ export class TurnloomError extends Error {
     return { code: this.code, message: this.message, details: this.details };
   }
 
-  /** Rebuilds a stored or received error body; unknown input becomes `internal`. */
+  /** Rebuilds a stored or received error body as the class it was thrown as; a code we do not know becomes `internal`. */
   static fromJSON(body: ErrorBody): TurnloomError {
+    const details = body.details ?? {};
     if (body.code === 'illegal_transition') {
-      const { machine, state, event } = body.details as { machine: string; state: string; event: string };
+      const { machine, state, event } = details as { machine: string; state: string; event: string };
       return new IllegalTransition(machine, state, event);
     }
-    return new TurnloomError(body.code, body.message, body.details);
+    if (body.code === 'conflict' && typeof details.invariant === 'string') {
+      const { invariant, ...rest } = details;
+      return new InvariantViolation(invariant as Invariant, body.message, rest, true);
+    }
+    return new TurnloomError(errorCodes.includes(body.code) ? body.code : 'internal', body.message, details);
   }
 }
 
@@ -51,5 +58,18 @@ export class IllegalTransition extends TurnloomError {
     this.machine = machine;
     this.state = state;
     this.event = event;
+  }
+}
+
+export type Invariant = 'sequence' | 'turn-pairing' | 'step-pairing' | 'turn-scope' | 'tool-result-after-call' | 'part-in-step';
+
+/** A commit that would break the log's structure; it is refused and nothing is written. */
+export class InvariantViolation extends TurnloomError {
+  readonly invariant: Invariant;
+
+  constructor(invariant: Invariant, message: string, details: Record<string, unknown> = {}, rebuilt = false) {
+    super('conflict', rebuilt ? message : `log invariant "${invariant}" violated: ${message}`, { invariant, ...details });
+    this.name = 'InvariantViolation';
+    this.invariant = invariant;
   }
 }

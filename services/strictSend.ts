@@ -1,4 +1,4 @@
-import type { Actor, AnyMachineSnapshot, AnyStateMachine, EventFromLogic, EventObject, SnapshotFrom, StateValue } from 'xstate';
+import type { Actor, AnyMachineSnapshot, AnyStateMachine, EventFromLogic, EventObject, StateValue } from 'xstate';
 import { IllegalTransition } from './errors.ts';
 
 /** Dotted path of the active leaf states, e.g. `running.streaming`. */
@@ -23,8 +23,7 @@ export function assertAccepts(machine: AnyStateMachine, snapshot: AnyMachineSnap
  * The only way to deliver an event to a lifecycle actor. Rejected events
  * throw `IllegalTransition` and leave the snapshot untouched.
  */
-export function strictSend<M extends AnyStateMachine>(actor: Actor<M>, event: EventFromLogic<M>): SnapshotFrom<M> {
+export function strictSend<M extends AnyStateMachine>(actor: Actor<M>, event: EventFromLogic<M>): void {
   assertAccepts(actor.logic, actor.getSnapshot() as AnyMachineSnapshot, event);
   actor.send(event);
-  return actor.getSnapshot();
 }

@@ -18,6 +18,20 @@ function findApproval(draft: ThreadDraft, approvalId: string) {
   throw new TurnloomError('not_found', `approval ${approvalId} not found in thread ${draft.threadId}`, { approvalId });
 }
 
+function requireOpenTurn(draft: ThreadDraft, turnId: string, event: string): void {
+  if (draft.view.openTurnId !== turnId) throw new IllegalTransition('turn', draft.view.turns[turnId]?.state ?? 'absent', event);
+}
+
+/**
+ * What a worker may write: the events of its own turn, what it learns of the
+ * provider session, and activities. Never a client's intent (archiving,
+ * stopping, reverting), which goes through its own command and checks.
+ */
+function workerMayRecord(event: DomainEvent, turnId: string): boolean {
+  if ('turnId' in event && event.turnId !== null) return event.turnId === turnId;
+  return event.type === 'session.started' || event.type === 'session.failed' || event.type === 'activity.recorded';
+}
+
 /** An event the machines refused becomes a diagnostic on the thread; the rest of the batch goes on. */
 function recordLeniently(draft: ThreadDraft, turnId: string, event: DomainEvent): boolean {
   try {
@@ -84,33 +98,30 @@ export function decide(command: Command, draft: ThreadDraft): number {
       draft.emit({ type: 'checkpoint.revertRequested', checkpointId: command.checkpointId });
       return 0;
     case 'turn.record': {
-      const foreign = command.events.find((event) => 'turnId' in event && event.turnId !== null && event.turnId !== command.turnId);
-      if (foreign) throw new TurnloomError('invalid_payload', `turn.record for ${command.turnId} carries an event of another turn`, { event: foreign.type });
+      const foreign = command.events.find((event) => !workerMayRecord(event, command.turnId));
+      if (foreign) throw new TurnloomError('invalid_payload', `turn.record for ${command.turnId} carries ${foreign.type}, which a worker may not record`, { event: foreign.type });
       return command.events.filter((event) => !recordLeniently(draft, command.turnId, event)).length;
     }
-    case 'turn.settle': {
-      const turn = draft.view.turns[command.turnId];
-      if (!turn || draft.view.openTurnId !== command.turnId) throw new IllegalTransition('turn', turn?.state ?? 'absent', command.outcome.kind === 'failed' ? 'turn.failed' : 'turn.interrupted');
+    case 'turn.settle':
+      requireOpenTurn(draft, command.turnId, command.outcome.kind === 'failed' ? 'turn.failed' : 'turn.interrupted');
       settleOpenTurn(draft, command.turnId, command.outcome);
       return 0;
-    }
     case 'approval.expire': {
       const { turnId, approval } = findApproval(draft, command.approvalId);
       draft.emit({ type: 'approval.expired', turnId, approvalId: approval.id, partId: approval.partId });
       return 0;
     }
     case 'session.confirmStopped':
+      if (draft.view.openTurnId) throw conflict(`turn ${draft.view.openTurnId} still holds the session`, { turnId: draft.view.openTurnId });
       draft.emit({ type: 'session.stopped' });
       return 0;
-    case 'turn.repair': {
-      const turn = draft.view.turns[command.turnId];
-      if (!turn || draft.view.openTurnId !== command.turnId) throw new IllegalTransition('turn', turn?.state ?? 'absent', 'turn.interrupted');
+    case 'turn.repair':
+      requireOpenTurn(draft, command.turnId, 'turn.interrupted');
       // The provider session lived in the dead process: say so before the turn lets go of it.
       if (['starting', 'ready', 'running', 'stopping'].includes(draft.view.session.state)) {
         draft.emit({ type: 'session.failed', reason: command.reason });
       }
       settleOpenTurn(draft, command.turnId, { kind: 'interrupted', cause: 'repair', reason: command.reason });
       return 0;
-    }
   }
 }

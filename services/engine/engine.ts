@@ -98,13 +98,19 @@ export class Engine {
       // A turn no worker has started is only an accepted intent: it waits for one, it is not lost.
       if (this.store.readView(threadId)?.turns[turnId]?.state === 'requested') continue;
       if (await hasLiveWorker(threadId, turnId)) continue;
-      await this.submit({
-        type: 'turn.repair',
-        commandId: `repair:${threadId}:${turnId}`,
-        threadId,
-        turnId,
-        reason: 'the process running this turn stopped and no worker holds it',
-      });
+      try {
+        await this.submit({
+          type: 'turn.repair',
+          // Keyed by machine version too: a repair refused by older rules is tried again by newer ones.
+          commandId: `repair:${machinesVersion}:${threadId}:${turnId}`,
+          threadId,
+          turnId,
+          reason: 'the process running this turn stopped and no worker holds it',
+        });
+      } catch (error) {
+        // One thread that cannot be repaired must not keep every other thread from opening.
+        console.error(`turnloom: could not repair turn ${turnId} of thread ${threadId}; it stays open`, error);
+      }
     }
   }
 
@@ -122,11 +128,16 @@ export class Engine {
     if (this.closed) return Promise.reject(new TurnloomError('unavailable', 'engine is closed'));
     const pending = this.inflight.get(command.commandId);
     if (pending) {
+      // The same id in flight shares the run, but a different payload under it is still a conflict.
       const fingerprint = fingerprintOf(command);
-      return pending.then((result) => {
+      const stored = () => {
         const receipt = this.store.readReceipt(command.commandId);
-        return receipt ? answer(receipt, fingerprint) : result;
-      });
+        return receipt ? answer(receipt, fingerprint) : undefined;
+      };
+      return pending.then(
+        (result) => stored() ?? result,
+        (error: unknown) => stored() ?? Promise.reject(error),
+      );
     }
     const run = this.withThreadLock(command.threadId, () => this.process(command));
     this.inflight.set(command.commandId, run);
@@ -229,7 +240,14 @@ export class Engine {
       console.error(`turnloom: live actors of thread ${command.threadId} diverged from the log; reloading`, error);
       this.evict(command.threadId);
     }
-    for (const listener of this.listeners) listener(stored);
+    for (const listener of this.listeners) {
+      try {
+        listener(stored);
+      } catch (error) {
+        // The command is committed whatever a listener does; the others must still hear of it.
+        console.error('turnloom: a commit listener threw', error);
+      }
+    }
     return { commandId: command.commandId, threadId: command.threadId, fromThreadSeq: draft.base.seq + 1, toThreadSeq: view.seq, diagnostics };
   }
 

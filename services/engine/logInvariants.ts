@@ -1,5 +1,8 @@
 import type { DomainEvent } from './domainEvents.ts';
-import { TurnloomError } from '../errors.ts';
+import { type Invariant, InvariantViolation } from '../errors.ts';
+
+export { InvariantViolation };
+export type { Invariant };
 
 /**
  * Where a thread's log stands, as far as its structural rules care: the last
@@ -16,25 +19,6 @@ export interface LogCursor {
   openParts: string[];
   /** Tool calls made in the open step. */
   stepToolCalls: string[];
-}
-
-export type Invariant =
-  | 'sequence'
-  | 'turn-pairing'
-  | 'step-pairing'
-  | 'turn-scope'
-  | 'tool-result-after-call'
-  | 'part-in-step';
-
-/** A commit that would break the log's structure; it is refused and nothing is written. */
-export class InvariantViolation extends TurnloomError {
-  readonly invariant: Invariant;
-
-  constructor(invariant: Invariant, message: string, details: Record<string, unknown> = {}) {
-    super('conflict', `log invariant "${invariant}" violated: ${message}`, { invariant, ...details });
-    this.name = 'InvariantViolation';
-    this.invariant = invariant;
-  }
 }
 
 export const emptyCursor = (): LogCursor => ({

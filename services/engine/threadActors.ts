@@ -97,7 +97,7 @@ export class ThreadActors {
   }
 
   /** The tree as it will be stored, with staged snapshots taking the place of live ones. */
-  persist(staged: ReadonlyMap<string, { machine: LifecycleMachineName; id: string; input: Record<string, unknown>; snapshot: AnyMachineSnapshot }> = new Map()): PersistedActorTree {
+  persist(staged: ReadonlyMap<string, { machine: LifecycleMachineName; id: string; input: Record<string, unknown>; snapshot: AnyMachineSnapshot }>): PersistedActorTree {
     const entries = new Map<string, PersistedActor>();
     for (const [key, { machine, id, input, actor }] of this.live) {
       entries.set(key, { machine, id, input, snapshot: actor.getPersistedSnapshot() });

@@ -333,7 +333,10 @@ export class TurnRunner {
       const asked = (await this.options.engine.getThread(threadId)).turns[turnId]!.approvals.some((approval) => approval.id === approvalId);
       // Refused by the machines (the turn is being stopped): nobody will answer, so nothing runs.
       if (!asked) this.decisions.get(approvalId)?.('cancelled');
-      if ((await decided) !== 'granted') return;
+      const decision = await decided;
+      // Acting on the decision is consuming it, a refusal included: the second confirmation.
+      if (decision === 'denied') await record([{ type: 'approval.consumed', turnId, approvalId }]);
+      if (decision !== 'granted') return;
       await record([{ type: 'approval.consumed', turnId, approvalId }, executing]);
     } else {
       await record([executing]);

@@ -56,6 +56,24 @@ describe('session machine', () => {
     expect(session.getSnapshot().context.providerSessionId).toBeNull();
   });
 
+  it('lets the turn that held it end after the session stopped, and marks a start the turn abandoned as failed', () => {
+    const stopped = drive(sessionMachine, input, [
+      { type: 'turn.begin', turnId: 't1' },
+      { type: 'session.failed', reason: 'crashed' },
+      { type: 'session.stopRequested', reason: 'user' },
+      { type: 'turn.end', turnId: 't1' },
+    ]);
+    expect(stateOf(stopped)).toBe('stopped');
+    const abandoned = drive(sessionMachine, input, [
+      { type: 'turn.begin', turnId: 't1' },
+      { type: 'turn.end', turnId: 't1' },
+    ]);
+    expect(stateOf(abandoned)).toBe('error');
+    expect(abandoned.getSnapshot().context.failure).toMatch(/before the session started/);
+    strictSend(abandoned, { type: 'turn.begin', turnId: 't2' });
+    expect(stateOf(abandoned)).toBe('starting');
+  });
+
   it('rejects stopping a session that never started, and a confirmation nobody asked for', () => {
     const idle = drive(sessionMachine, input, []);
     expect(() => strictSend(idle, { type: 'session.stopRequested', reason: 'user' })).toThrow(IllegalTransition);

@@ -143,6 +143,18 @@ describe('the in-process turn runner', () => {
     expect(turn.messages[1].parts[1]!.text).toBe('Not deployed, then.');
   });
 
+  it('confirms a refusal as consumed, so no approval is left waiting for its second confirmation', async () => {
+    const script: ScriptInput = { steps: [[{ toolCall: { name: 'rm', input: {}, approval: true } }], [{ text: 'Left it alone.' }]] };
+    const { client, threadId } = await setup({ scripted: new ScriptedProvider(script) });
+    const { turnId } = await client.call('turn.start', { threadId, input: { text: 'clean' } });
+    await expect.poll(async () => (await client.call('approval.list', { threadId })).approvals.length, { timeout: 10_000 }).toBe(1);
+    const [approval] = (await client.call('approval.list', { threadId })).approvals;
+    await client.call('approval.respond', { threadId, approvalId: approval!.id, decision: 'deny', note: 'no' });
+    await expect.poll(async () => (await turnState(client, threadId, turnId)).state, { timeout: 10_000 }).toBe('completed');
+    expect((await turnState(client, threadId, turnId)).approvals[0]!.state).toBe('consumed');
+    expect(fx!.server.engine.liveStates(threadId)).toEqual({ 'session:session': 'ready' });
+  });
+
   it('fails a turn for an unknown provider, cleanly, and the next turn can run', async () => {
     const { client, threadId } = await setup({ scripted: new ScriptedProvider({ steps: [[{ text: 'ok' }]] }) });
     const { turnId } = await client.call('turn.start', { threadId, input: { text: 'x' }, provider: { name: 'nowhere' } });

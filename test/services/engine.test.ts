@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { IllegalTransition, TurnloomError } from '../../services/errors.ts';
+import { IllegalTransition, InvariantViolation, TurnloomError } from '../../services/errors.ts';
 import type { StoredEvent } from '../../services/engine/domainEvents.ts';
 import { type EngineFixture, createThread, nextId, openEngineFixture, readAllReceipts, rebuildFromLog, record, startTurn, turnEvents } from '../support/engineFixture.ts';
 
@@ -227,3 +227,74 @@ async function readAllReceiptsAfterClose(fixture: EngineFixture) {
   await fixture.restart({ hasLiveWorker: () => true });
   return receipts;
 }
+
+describe('engine: turns always close, whatever order things happen in', () => {
+  const open = async () => {
+    await fx.engine.submit(createThread('th1'));
+    await fx.engine.submit(startTurn('th1', 't1'));
+  };
+
+  it('lets a turn settle after its failed session was stopped, and refuses to confirm a stop while a turn holds it', async () => {
+    await open();
+    await fx.engine.submit(record('th1', 't1', [{ type: 'session.failed', reason: 'crashed' }]));
+    await fx.engine.submit({ type: 'session.stop', commandId: 'stop', threadId: 'th1', reason: 'user' });
+    expect((await fx.engine.getThread('th1')).session.state).toBe('stopped');
+    await fx.engine.submit({ type: 'turn.settle', commandId: 'settle', threadId: 'th1', turnId: 't1', outcome: { kind: 'interrupted', cause: 'provider', reason: 'stopped' } });
+    expect((await fx.engine.getThread('th1')).turns.t1!.state).toBe('interrupted');
+    await fx.engine.submit(startTurn('th1', 't2'));
+    expect((await rejection(fx.engine.submit({ type: 'session.confirmStopped', commandId: 'confirm', threadId: 'th1' }))).code).toBe('conflict');
+  });
+
+  it('marks a session whose turn ended before it started as failed, so the next turn can start it', async () => {
+    await open();
+    await fx.engine.submit(record('th1', 't1', [{ type: 'turn.failed', turnId: 't1', error: 'no provider' }]));
+    expect((await fx.engine.getThread('th1')).session).toMatchObject({ state: 'error', failure: expect.stringMatching(/before the session started/) });
+    await fx.engine.submit(startTurn('th1', 't2'));
+    expect((await fx.engine.getThread('th1')).session.state).toBe('starting');
+  });
+
+  it('fails a turn that waits on an approval: the approval is cancelled, the tool closed, the step finished', async () => {
+    const t = turnEvents('t1');
+    await open();
+    await fx.engine.submit(record('th1', 't1', [t.sessionStarted(), t.started(), t.step(1), ...t.toolCall('p1', 1, 'c1', {}), ...t.toolsStarted(1, ['c1']), t.approvalRequested('a1', 'p1', 'c1')]));
+    await fx.engine.submit({ type: 'turn.settle', commandId: 'fail', threadId: 'th1', turnId: 't1', outcome: { kind: 'failed', error: 'provider gone' } });
+    const turn = (await fx.engine.getThread('th1')).turns.t1!;
+    expect(turn.state).toBe('failed');
+    expect(turn.approvals[0]!.state).toBe('cancelled');
+    expect(turn.steps[0]!.outcome).toBe('error');
+    expect(fx.engine.liveStates('th1')).toEqual({ 'session:session': 'ready' });
+  });
+
+  it('keeps a worker to its own turn: no client intents through turn.record', async () => {
+    await open();
+    const error = await rejection(fx.engine.submit(record('th1', 't1', [{ type: 'thread.archived' }, { type: 'session.stopRequested', reason: 'sneaky' }])));
+    expect(error.code).toBe('invalid_payload');
+    expect((await fx.engine.getThread('th1')).archived).toBe(false);
+  });
+
+  it('answers a different payload under an id already in flight with a conflict', async () => {
+    await open();
+    const first = fx.engine.submit({ type: 'turn.interrupt', commandId: 'same', threadId: 'th1', turnId: 't1', reason: 'a' });
+    const second = fx.engine.submit({ type: 'turn.interrupt', commandId: 'same', threadId: 'th1', turnId: 't1', reason: 'b' });
+    await first;
+    expect((await rejection(second)).code).toBe('conflict');
+  });
+
+  it('rebuilds a stored rejection as the error class it was, and unknown codes as internal', () => {
+    const invariant = TurnloomError.fromJSON({ code: 'conflict', message: 'log invariant "turn-scope" violated: late', details: { invariant: 'turn-scope' } });
+    expect(invariant).toBeInstanceOf(InvariantViolation);
+    expect((invariant as InvariantViolation).invariant).toBe('turn-scope');
+    expect(invariant.message).toBe('log invariant "turn-scope" violated: late');
+    expect(TurnloomError.fromJSON({ code: 'bogus' as never, message: 'x', details: {} }).code).toBe('internal');
+  });
+
+  it('tells every listener of a commit even when one throws, and the command still succeeds', async () => {
+    const heard: number[] = [];
+    fx.engine.onCommitted(() => {
+      throw new Error('a broken listener');
+    });
+    fx.engine.onCommitted((events) => heard.push(events.length));
+    await expect(fx.engine.submit(createThread('th9'))).resolves.toMatchObject({ toThreadSeq: 1 });
+    expect(heard).toEqual([1]);
+  });
+});
