@@ -53,3 +53,10 @@ export function subjects(prefix = 'turnloom'): Subjects {
     provider: (threadId) => `${base}.provider.${withId('threadId', threadId)}`,
   };
 }
+
+/**
+ * Replies go only to inboxes (`_INBOX.…`, or a per-user `_INBOX_<user>.…`):
+ * otherwise a caller could name any subject as its reply-to and have the
+ * server publish there for it, past the caller's own permissions.
+ */
+export const isInbox = (subject: string): boolean => /^_INBOX[A-Za-z0-9_-]*\./.test(subject);

@@ -27,7 +27,12 @@ export function providersFromEnvironment(env: NodeJS.ProcessEnv, scriptPath?: st
   const models: Record<string, string> = {};
   if (env.ANTHROPIC_API_KEY) {
     models.anthropic = env.TURNLOOM_ANTHROPIC_MODEL ?? 'claude-sonnet-4-5';
-    providers.anthropic = new AnthropicProvider({ apiKey: env.ANTHROPIC_API_KEY, ...(env.ANTHROPIC_BASE_URL ? { baseURL: env.ANTHROPIC_BASE_URL } : {}), defaultModel: models.anthropic });
+    providers.anthropic = new AnthropicProvider({
+      apiKey: env.ANTHROPIC_API_KEY,
+      ...(env.ANTHROPIC_BASE_URL ? { baseURL: env.ANTHROPIC_BASE_URL } : {}),
+      ...(env.TURNLOOM_ANTHROPIC_THINKING ? { thinkingBudgetTokens: Number(env.TURNLOOM_ANTHROPIC_THINKING), maxTokens: Number(env.TURNLOOM_ANTHROPIC_THINKING) + 8_192 } : {}),
+      defaultModel: models.anthropic,
+    });
   }
   if (env.OPENAI_API_KEY) {
     const options = { apiKey: env.OPENAI_API_KEY, ...(env.OPENAI_BASE_URL ? { baseURL: env.OPENAI_BASE_URL } : {}), defaultModel: env.TURNLOOM_OPENAI_MODEL ?? 'gpt-4.1-mini' };

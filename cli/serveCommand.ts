@@ -33,6 +33,14 @@ export async function serveCommand(args: string[]): Promise<number> {
       'approval-timeout': { type: 'string' },
     },
   });
+  const positive = (name: string, value: string | undefined) => {
+    if (value === undefined) return undefined;
+    const number = Number(value);
+    if (!Number.isFinite(number) || number <= 0) throw new Error(`--${name} must be a positive number, not "${value}"`);
+    return number;
+  };
+  const maxPayload = positive('max-payload', values['max-payload']);
+  const approvalTimeout = positive('approval-timeout', values['approval-timeout']);
   const dataDir = resolve(values.data!);
   const auth = values.auth ? authConfigSchema.parse(JSON.parse(readFileSync(values.auth, 'utf8'))) : null;
   const bus: Bus = values.nats
@@ -51,8 +59,8 @@ export async function serveCommand(args: string[]): Promise<number> {
     auth,
     providers: setup.providers,
     defaultProvider: setup.defaultProvider,
-    ...(values['max-payload'] ? { maxPayloadBytes: Number(values['max-payload']) } : {}),
-    ...(values['approval-timeout'] ? { approvalTimeoutMs: Number(values['approval-timeout']) * 1_000 } : {}),
+    ...(maxPayload ? { maxPayloadBytes: maxPayload } : {}),
+    ...(approvalTimeout ? { approvalTimeoutMs: approvalTimeout * 1_000 } : {}),
   });
   console.log(`turnloom ${VERSION} serving on ${values.nats ?? 'the in-process bus (pass --nats URL to serve other processes)'}`);
   console.log(`  API: ${server.subjects.prefix}.v1.api.<method>  events: ${server.subjects.prefix}.v1.evt.<threadId>  live: ${server.subjects.prefix}.v1.live.<threadId>`);

@@ -1,59 +1,81 @@
 import { createStore } from '@xstate/store';
 import { type BusMessage, type BusStatus, type BusSubscription, decode } from '../bus/index.ts';
 import type { StoredEvent } from '../services/engine/domainEvents.ts';
-import { project } from '../services/engine/projector.ts';
+import { emptyThreadView, project, projectInto } from '../services/engine/projector.ts';
 import type { ThreadView } from '../services/engine/threadView.ts';
+import { TurnloomError } from '../services/errors.ts';
 import type { TurnloomClient } from './turnloomClient.ts';
 
 export interface ThreadWatchContext {
   view: ThreadView | null;
   /** Per-thread sequence of the last event folded in. */
   seq: number;
-  status: 'loading' | 'live' | 'catchingUp' | 'closed';
+  /** `failed`: an error that retrying cannot fix (no access, the thread is gone, an event that will not fold). */
+  status: 'loading' | 'live' | 'catchingUp' | 'failed' | 'closed';
+  error: string | null;
   /** How often a whole snapshot was loaded (once at start, again past a 1,000-event gap). */
   snapshots: number;
   /** Events received twice (live and through catch-up) and dropped by sequence. */
   duplicates: number;
 }
 
+export interface ThreadWatchOptions {
+  /** Also ask the log for anything new this often, in case the last event of a burst was lost (default 10 s). */
+  pollMs?: number;
+}
+
 const createWatchStore = () =>
   createStore({
-    context: { view: null, seq: 0, status: 'loading', snapshots: 0, duplicates: 0 } as ThreadWatchContext,
+    context: { view: null, seq: 0, status: 'loading', error: null, snapshots: 0, duplicates: 0 } as ThreadWatchContext,
     on: {
       snapshotLoaded: (context, { view }: { view: ThreadView }) => ({ ...context, view, seq: view.seq, snapshots: context.snapshots + 1 }),
       eventApplied: (context, { event }: { event: StoredEvent }) => ({ ...context, view: project(context.view!, event), seq: event.threadSeq }),
       duplicateDropped: (context) => ({ ...context, duplicates: context.duplicates + 1 }),
       statusChanged: (context, { status }: { status: ThreadWatchContext['status'] }) => ({ ...context, status }),
+      failed: (context, { error }: { error: string }) => ({ ...context, status: 'failed' as const, error }),
     },
   });
 
 type Work = { kind: 'event'; event: StoredEvent } | { kind: 'catchUp' };
 
+/** Errors the bus or a busy server may stop giving; anything else will not go away by asking again. */
+const transient = (error: unknown) => error instanceof TurnloomError && error.code === 'unavailable';
+
 /**
  * A client's cache of one thread, kept in an `@xstate/store` store and
  * folded with the engine's own projector. It subscribes first, then loads
- * the snapshot and its sequence, applies events in sequence order, fills a
- * gap of up to 1,000 events through `thread.events` (past that it reloads the
- * snapshot), drops duplicates by sequence, and catches up after a reconnect.
+ * the snapshot and its sequence (or folds the whole log when the snapshot is
+ * too large to send), applies events in sequence order, fills a gap of up to
+ * 1,000 events through `thread.events` (past that it reloads the snapshot),
+ * drops duplicates by sequence, catches up after a reconnect and, now and
+ * then, in case the last event of a burst was lost. An error that retrying
+ * cannot fix stops it with status `failed`, never silently.
  */
 export class ThreadWatch {
   readonly threadId: string;
   readonly store = createWatchStore();
   private readonly client: TurnloomClient;
+  private readonly pollMs: number;
   private readonly pending: Work[] = [];
   private pumping: Promise<void> | null = null;
   private ready = false;
   private subscription: BusSubscription | undefined;
   private unwatchStatus: (() => void) | undefined;
+  private poller: NodeJS.Timeout | undefined;
   private lastStatus: BusStatus = 'connected';
 
-  constructor(client: TurnloomClient, threadId: string) {
+  constructor(client: TurnloomClient, threadId: string, options: ThreadWatchOptions = {}) {
     this.client = client;
     this.threadId = threadId;
+    this.pollMs = options.pollMs ?? 10_000;
   }
 
   get context(): ThreadWatchContext {
     return this.store.getSnapshot().context;
+  }
+
+  private get stopped(): boolean {
+    return this.context.status === 'closed' || this.context.status === 'failed';
   }
 
   async start(): Promise<void> {
@@ -68,6 +90,10 @@ export class ThreadWatch {
     await this.loadSnapshot();
     this.ready = true;
     this.store.trigger.statusChanged({ status: 'live' });
+    this.poller = setInterval(() => {
+      if (this.pending.length === 0 && !this.pumping) this.enqueue({ kind: 'catchUp' });
+    }, this.pollMs);
+    this.poller.unref();
     this.pump();
   }
 
@@ -82,20 +108,29 @@ export class ThreadWatch {
   }
 
   private enqueue(work: Work): void {
+    if (this.stopped) return;
     this.pending.push(work);
     this.pump();
   }
 
   private pump(): void {
-    if (this.pumping || !this.ready) return;
-    this.pumping = this.drain().finally(() => {
-      this.pumping = null;
-      if (this.pending.length > 0 && this.context.status !== 'closed') this.pump();
-    });
+    if (this.pumping || !this.ready || this.stopped) return;
+    this.pumping = this.drain()
+      .catch((error: unknown) => this.fail(error))
+      .finally(() => {
+        this.pumping = null;
+        if (this.pending.length > 0) this.pump();
+      });
+  }
+
+  private fail(error: unknown): void {
+    this.pending.length = 0;
+    clearInterval(this.poller);
+    this.store.trigger.failed({ error: error instanceof Error ? error.message : String(error) });
   }
 
   private async drain(): Promise<void> {
-    while (this.pending.length > 0 && this.context.status !== 'closed') {
+    while (this.pending.length > 0 && !this.stopped) {
       const work = this.pending.shift()!;
       if (work.kind === 'catchUp') {
         await this.catchUp();
@@ -114,14 +149,32 @@ export class ThreadWatch {
   }
 
   private async loadSnapshot(): Promise<void> {
-    const { thread } = await this.client.call('thread.get', { threadId: this.threadId });
+    let thread: ThreadView;
+    try {
+      thread = (await this.client.call('thread.get', { threadId: this.threadId })).thread;
+    } catch (error) {
+      // Too large to send in one answer: the log, folded here, is the same view.
+      if (!(error instanceof TurnloomError && error.code === 'unavailable' && typeof error.details.size === 'number')) throw error;
+      thread = await this.foldWholeLog();
+    }
     if (thread.seq >= this.context.seq) this.store.trigger.snapshotLoaded({ view: thread });
   }
 
-  /** Reads the log past our sequence until we hold everything the server has; retries while the server is away. */
+  private async foldWholeLog(): Promise<ThreadView> {
+    let view: ThreadView | null = null;
+    for (let after = 0; ; ) {
+      const page = await this.client.call('thread.events', { threadId: this.threadId, after });
+      if (page.events.length === 0) return view ?? emptyThreadView(this.threadId, 0);
+      for (const event of page.events) view = projectInto(view ?? emptyThreadView(this.threadId, event.at), event);
+      after = page.events.at(-1)!.threadSeq;
+      if (after >= page.lastSeq) return view!;
+    }
+  }
+
+  /** Reads the log past our sequence until we hold everything the server has; waits out a server that is away. */
   private async catchUp(): Promise<void> {
     this.store.trigger.statusChanged({ status: 'catchingUp' });
-    for (let attempt = 0; this.context.status !== 'closed'; attempt++) {
+    for (let attempt = 0; !this.stopped; attempt++) {
       try {
         for (;;) {
           const page = await this.client.call('thread.events', { threadId: this.threadId, after: this.context.seq });
@@ -134,7 +187,8 @@ export class ThreadWatch {
         }
         this.store.trigger.statusChanged({ status: 'live' });
         return;
-      } catch {
+      } catch (error) {
+        if (!transient(error)) throw error;
         await new Promise((resolve) => setTimeout(resolve, Math.min(2_000, 100 * 2 ** attempt)));
       }
     }
@@ -148,6 +202,7 @@ export class ThreadWatch {
   close(): void {
     this.subscription?.unsubscribe();
     this.unwatchStatus?.();
+    clearInterval(this.poller);
     this.store.trigger.statusChanged({ status: 'closed' });
   }
 }

@@ -1,7 +1,7 @@
 import { type Bus, type ContentType, MSGPACK, type Subjects, decode, encode, subjects as subjectsFor } from '../bus/index.ts';
 import type { ApiMethod, ApiParamsIn, ApiResults } from '../services/api/index.ts';
 import { type ErrorBody, TurnloomError } from '../services/errors.ts';
-import { ThreadWatch } from './threadWatch.ts';
+import { ThreadWatch, type ThreadWatchOptions } from './threadWatch.ts';
 
 export interface ClientOptions {
   /** Subject prefix of the deployment (default `turnloom`). */
@@ -39,8 +39,8 @@ export class TurnloomClient {
   }
 
   /** A live, self-healing view of one thread (see `ThreadWatch`). */
-  async watchThread(threadId: string): Promise<ThreadWatch> {
-    const watch = new ThreadWatch(this, threadId);
+  async watchThread(threadId: string, options: ThreadWatchOptions = {}): Promise<ThreadWatch> {
+    const watch = new ThreadWatch(this, threadId, options);
     await watch.start();
     return watch;
   }

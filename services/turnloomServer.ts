@@ -49,6 +49,7 @@ export async function startTurnloomServer(options: TurnloomServerOptions): Promi
     subjects,
     auth: new Authenticator(options.auth ?? null),
     defaultProvider: options.defaultProvider ?? { name: 'scripted', model: null },
+    ...(options.providers ? { providers: Object.keys(options.providers) } : {}),
     ...(options.maxPayloadBytes ? { maxPayloadBytes: options.maxPayloadBytes } : {}),
     version: VERSION,
   }).start();

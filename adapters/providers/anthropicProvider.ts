@@ -11,6 +11,8 @@ export interface AnthropicProviderOptions {
   baseURL?: string;
   defaultModel: string;
   maxTokens?: number;
+  /** Extended thinking with this many tokens of budget (below `maxTokens`); off when left out. */
+  thinkingBudgetTokens?: number;
   tools?: ToolExecutor;
 }
 
@@ -19,7 +21,7 @@ export interface AnthropicProviderOptions {
  * signature (the API requires it to continue a tool-using turn); consecutive
  * tool results travel together in one user message.
  */
-export function toMessagesParams(request: ProviderRequest, defaultModel: string, maxTokens: number): MessageCreateParamsStreaming {
+export function toMessagesParams(request: ProviderRequest, defaultModel: string, maxTokens: number, thinkingBudgetTokens?: number): MessageCreateParamsStreaming {
   const messages: MessageParam[] = [];
   for (const message of request.messages) {
     if (message.role === 'user') {
@@ -32,7 +34,10 @@ export function toMessagesParams(request: ProviderRequest, defaultModel: string,
     } else {
       const content: ContentBlockParam[] = message.parts.flatMap((part): ContentBlockParam[] => {
         if (part.kind === 'text') return [{ type: 'text', text: part.text }];
-        if (part.kind === 'reasoning') return part.signature ? [{ type: 'thinking', thinking: part.text, signature: part.signature }] : [];
+        if (part.kind === 'reasoning') {
+          if (!part.signature) return [];
+          return part.text === '' ? [{ type: 'redacted_thinking', data: part.signature }] : [{ type: 'thinking', thinking: part.text, signature: part.signature }];
+        }
         return [{ type: 'tool_use', id: part.callId, name: part.name, input: part.input as Record<string, unknown> }];
       });
       if (content.length > 0) messages.push({ role: 'assistant', content });
@@ -44,6 +49,7 @@ export function toMessagesParams(request: ProviderRequest, defaultModel: string,
     system: request.system,
     messages,
     stream: true,
+    ...(thinkingBudgetTokens ? { thinking: { type: 'enabled' as const, budget_tokens: thinkingBudgetTokens } } : {}),
     ...(request.tools.length > 0
       ? { tools: request.tools.map((tool) => ({ name: tool.name, description: tool.description, input_schema: { type: 'object' as const, ...tool.inputSchema } })) }
       : {}),
@@ -79,18 +85,20 @@ export class AnthropicProvider implements ProviderAdapter {
   private readonly client: Anthropic;
   private readonly defaultModel: string;
   private readonly maxTokens: number;
+  private readonly thinkingBudgetTokens: number | undefined;
 
   constructor(options: AnthropicProviderOptions) {
     this.client = new Anthropic({ apiKey: options.apiKey ?? 'unused', ...(options.baseURL ? { baseURL: options.baseURL } : {}), maxRetries: 0 });
     this.defaultModel = options.defaultModel;
     this.maxTokens = options.maxTokens ?? 8_192;
+    this.thinkingBudgetTokens = options.thinkingBudgetTokens;
     if (options.tools) this.tools = options.tools;
   }
 
   async *stream(request: ProviderRequest, signal: AbortSignal): AsyncIterable<ProviderEvent> {
     let stream: AsyncIterable<RawMessageStreamEvent>;
     try {
-      stream = await this.client.messages.create(toMessagesParams(request, this.defaultModel, this.maxTokens), { signal });
+      stream = await this.client.messages.create(toMessagesParams(request, this.defaultModel, this.maxTokens, this.thinkingBudgetTokens), { signal });
     } catch (error) {
       throw new ProviderError(classifyProviderError(error));
     }

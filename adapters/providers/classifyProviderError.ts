@@ -29,7 +29,7 @@ function retryAfterMs(headers: ApiErrorLike['headers']): number | null {
   return Number.isNaN(date) ? null : Math.max(0, date - Date.now());
 }
 
-const contextOverflow = /context[_ ]length|context window|maximum context|too many tokens|prompt is too long|input is too long/i;
+const contextOverflow = /context[_ ]length|context window|context limit|maximum context|too many tokens|prompt is too long|input is too long/i;
 
 /** The provider's own words for the error, wherever the SDK put them. */
 function typeOf(error: ApiErrorLike): string {

@@ -76,13 +76,14 @@ export class OpenAiChatProvider implements ProviderAdapter {
       throw new ProviderError(classifyProviderError(error));
     }
     let started = false;
-    let open: 'reasoning' | 'text' | null = null;
+    // Each run of reasoning or text is its own segment: they may alternate, and text may follow a tool call.
+    const segment: { open: { kind: 'reasoning' | 'text'; id: string } | null; count: number } = { open: null, count: 0 };
     const calls = new Map<number, { id: string; name: string; args: string }>();
     let finish: string | null = null;
     let usage: Usage | null = null;
     const close = function* (): Generator<ProviderEvent> {
-      if (open) yield { type: 'segment.completed', segmentId: open, signature: null };
-      open = null;
+      if (segment.open) yield { type: 'segment.completed', segmentId: segment.open.id, signature: null };
+      segment.open = null;
     };
     try {
       for await (const chunk of stream) {
@@ -94,18 +95,18 @@ export class OpenAiChatProvider implements ProviderAdapter {
         const reported = (chunk.usage ?? extra.x_groq?.usage) as ChunkUsage | undefined;
         if (reported) usage = usageOf(reported);
         for (const choice of chunk.choices ?? []) {
-          const delta = choice.delta as ChatCompletionChunk.Choice.Delta & { reasoning_content?: string | null };
+          const delta = (choice.delta ?? {}) as ChatCompletionChunk.Choice.Delta & { reasoning_content?: string | null };
           for (const [kind, text] of [
             ['reasoning', delta.reasoning_content],
             ['text', delta.content ?? delta.refusal],
           ] as const) {
             if (!text) continue;
-            if (open !== kind) {
+            if (segment.open?.kind !== kind) {
               yield* close();
-              open = kind;
-              yield { type: 'segment.started', segmentId: kind, kind };
+              segment.open = { kind, id: `${kind}-${++segment.count}` };
+              yield { type: 'segment.started', segmentId: segment.open.id, kind };
             }
-            yield { type: 'text.delta', segmentId: kind, text };
+            yield { type: 'text.delta', segmentId: segment.open.id, text };
           }
           for (const call of delta.tool_calls ?? []) {
             let known = calls.get(call.index);

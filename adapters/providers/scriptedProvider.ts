@@ -131,6 +131,7 @@ export class ScriptedProvider implements ProviderAdapter {
       execute: async (call: ToolCall, signal: AbortSignal): Promise<ToolResult> => {
         const item = calls.get(call.callId);
         if (!item) return { output: `no scripted tool call ${call.callId}`, isError: true };
+        calls.delete(call.callId);
         if (item.durationMs > 0) await sleep(item.durationMs, undefined, { signal });
         return item.error ? { output: item.error, isError: true } : { output: item.result, isError: false };
       },

@@ -10,6 +10,10 @@ export interface ApiContext {
   engine: Engine;
   principal: Principal;
   defaultProvider: ProviderChoice;
+  /** Provider names this server runs turns with; `null` when turns run elsewhere (any name may be served). */
+  providers: readonly string[] | null;
+  /** How many bytes of events one answer may carry, so every page fits the bus's payload limit. */
+  replyBudgetBytes: number;
   service: { name: string; version: string; instance: string; startedAt: number };
 }
 
@@ -53,15 +57,28 @@ export const apiHandlers: { [M in ApiMethod]: Handler<M> } = {
   },
   'thread.events': {
     scope: 'read',
-    handle: async ({ engine }, params) => {
+    handle: async ({ engine, replyBudgetBytes }, params) => {
       const lastSeq = (await engine.getThread(params.threadId)).seq;
-      if (lastSeq - params.after > MAX_CATCH_UP) return { events: [], lastSeq, snapshotRequired: true };
-      return { events: engine.readEvents(params.threadId, params.after, params.limit), lastSeq, snapshotRequired: false };
+      // Far behind, a fresh snapshot is cheaper; from the very start, paging the whole log is the way to rebuild one.
+      if (params.after > 0 && lastSeq - params.after > MAX_CATCH_UP) return { events: [], lastSeq, snapshotRequired: true };
+      const events = engine.readEvents(params.threadId, params.after, params.limit);
+      let bytes = 0;
+      const page = events.filter((event, index) => {
+        bytes += Buffer.byteLength(JSON.stringify(event));
+        return index === 0 || bytes <= replyBudgetBytes;
+      });
+      return { events: page, lastSeq, snapshotRequired: false };
     },
   },
   'turn.start': {
     scope: 'operate',
-    handle: async ({ engine, defaultProvider }, params) => {
+    handle: async ({ engine, defaultProvider, providers }, params) => {
+      if (params.provider && providers && !providers.includes(params.provider.name)) {
+        throw new TurnloomError('invalid_payload', `unknown provider "${params.provider.name}"; this server runs ${providers.join(', ')}`, {
+          provider: params.provider.name,
+          providers,
+        });
+      }
       const commandId = commandIdOf(params);
       const turnId = params.turnId ?? derivedId('turn', commandId);
       const result = await engine.submit({
@@ -120,7 +137,11 @@ export const apiHandlers: { [M in ApiMethod]: Handler<M> } = {
   },
   'checkpoint.revert': {
     scope: 'operate',
-    handle: ({ engine }, params) => engine.submit({ type: 'checkpoint.revert', commandId: commandIdOf(params), threadId: params.threadId, checkpointId: params.checkpointId }),
+    // No checkpoint is captured from git yet, so none can be found; the engine's command waits for them.
+    handle: async ({ engine }, params) => {
+      await engine.getThread(params.threadId);
+      throw new TurnloomError('not_found', `checkpoint ${params.checkpointId} not found: checkpoints are not captured from git yet`, { checkpointId: params.checkpointId });
+    },
   },
   'session.stop': {
     scope: 'operate',

@@ -1,8 +1,15 @@
 import { z } from 'zod';
 import { idPattern } from '../../bus/subjects.ts';
+import { SYSTEM_COMMAND_PREFIX } from '../engine/commands.ts';
 
 const id = z.string().regex(idPattern, 'must be 1-128 letters, digits, "_" or "-"');
-const commandId = z.string().min(1).max(200).optional().describe('Stays the same across retries; generated and returned when absent');
+const commandId = z
+  .string()
+  .min(1)
+  .max(200)
+  .refine((value) => !value.startsWith(SYSTEM_COMMAND_PREFIX), `must not start with "${SYSTEM_COMMAND_PREFIX}" (reserved for the system)`)
+  .optional()
+  .describe('Stays the same across retries; generated and returned when absent');
 const provider = z
   .object({ name: z.string().min(1).max(64), model: z.string().min(1).max(200).nullable().default(null) })
   .strict()

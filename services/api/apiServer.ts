@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { type Bus, type BusMessage, type BusSubscription, type ContentType, JSON_TYPE, type Subjects, contentTypeOf, decode, encode } from '../../bus/index.ts';
+import { type Bus, type BusMessage, type BusSubscription, type ContentType, JSON_TYPE, type Subjects, contentTypeOf, decode, encode, isInbox } from '../../bus/index.ts';
 import type { ProviderChoice } from '../engine/domainEvents.ts';
 import type { Engine } from '../engine/engine.ts';
 import { TurnloomError } from '../errors.ts';
@@ -14,12 +14,16 @@ export interface ApiServerOptions {
   subjects: Subjects;
   auth: Authenticator;
   defaultProvider: ProviderChoice;
+  /** Provider names turns may ask for; left out when turns run elsewhere. */
+  providers?: readonly string[];
   /** Larger requests are refused with `invalid_payload` before decoding. Default 1 MiB. */
   maxPayloadBytes?: number;
   version: string;
 }
 
 export const API_QUEUE_GROUP = 'turnloom-api';
+
+const REPLY_HEADROOM = 4_096;
 
 /** Who calls a method that needs no scope (health): nobody in particular. */
 const unauthenticated: Principal = { name: 'anonymous', scopes: new Set() };
@@ -43,7 +47,8 @@ export class ApiServer {
     this.options = options;
     this.maxPayload = options.maxPayloadBytes ?? 1024 * 1024;
     for (const method of apiMethods) {
-      this.stats.set(method, { name: method, subject: options.subjects.api(method), requests: 0, errors: 0, lastError: null, processingNanos: 0 });
+      // Micro endpoint names allow only letters, digits, "_" and "-"; the subject keeps the dotted method.
+      this.stats.set(method, { name: method.replaceAll('.', '_'), subject: options.subjects.api(method), requests: 0, errors: 0, lastError: null, processingNanos: 0 });
     }
   }
 
@@ -74,7 +79,8 @@ export class ApiServer {
   }
 
   private async handle(message: BusMessage): Promise<void> {
-    if (!message.reply) return; // A bare publish cannot be answered; the API is request/reply only.
+    // A bare publish cannot be answered (the API is request/reply only), and replies go to inboxes only.
+    if (!message.reply || !isInbox(message.reply)) return;
     const started = process.hrtime.bigint();
     const method = message.subject.slice(this.options.subjects.api('').length);
     let contentType: ContentType = JSON_TYPE;
@@ -119,6 +125,8 @@ export class ApiServer {
       engine: this.options.engine,
       principal,
       defaultProvider: this.options.defaultProvider,
+      providers: this.options.providers ?? null,
+      replyBudgetBytes: Math.floor(this.maxPayload / 2),
       service: { name: 'turnloom', version: this.options.version, instance: this.instance, startedAt: this.startedAt.getTime() },
     };
     return (handler.handle as (context: ApiContext, params: unknown) => Promise<unknown>)(context, parsed.data);
@@ -132,8 +140,9 @@ export class ApiServer {
 
   private reply(subject: string, body: unknown, contentType: ContentType): void {
     let data = encode(body, contentType);
-    if (data.length > this.maxPayload) {
-      const error = new TurnloomError('unavailable', `the answer (${data.length} bytes) is over the ${this.maxPayload}-byte limit; page with thread.events`, {
+    // Headers count against the server's payload limit too.
+    if (data.length > this.maxPayload - REPLY_HEADROOM) {
+      const error = new TurnloomError('unavailable', `the answer (${data.length} bytes) is over the ${this.maxPayload}-byte limit; read the thread with thread.events from 0 instead`, {
         size: data.length,
         limit: this.maxPayload,
       });

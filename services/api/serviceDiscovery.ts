@@ -1,4 +1,4 @@
-import type { Bus, BusSubscription } from '../../bus/index.ts';
+import { type Bus, type BusSubscription, isInbox } from '../../bus/index.ts';
 
 export interface EndpointStats {
   name: string;
@@ -57,7 +57,7 @@ export function serveDiscovery(bus: Bus, identity: ServiceIdentity, endpoints: (
     for (const subject of [`$SRV.${verb}`, `$SRV.${verb}.${identity.name}`, `$SRV.${verb}.${identity.name}.${identity.id}`]) {
       subscriptions.push(
         bus.subscribe(subject, (message) => {
-          if (message.reply) bus.publish(message.reply, new TextEncoder().encode(JSON.stringify(body())), { headers: { 'content-type': 'application/json' } });
+          if (message.reply && isInbox(message.reply)) bus.publish(message.reply, new TextEncoder().encode(JSON.stringify(body())), { headers: { 'content-type': 'application/json' } });
         }),
       );
     }

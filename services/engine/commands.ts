@@ -72,6 +72,14 @@ export type SystemCommand =
     };
 
 export type Command = ClientCommand | SystemCommand;
+
+/**
+ * Command ids the system makes for itself, under a prefix clients may not use,
+ * keyed by thread (turn and approval ids are only unique within one), so no
+ * client id can ever take a system command's receipt.
+ */
+export const SYSTEM_COMMAND_PREFIX = 'sys:';
+export const systemCommandId = (...parts: Array<string | number>): string => `${SYSTEM_COMMAND_PREFIX}${parts.join(':')}`;
 export type CommandType = Command['type'];
 
 /** The answer to an accepted command; a rejected one throws a `TurnloomError`. */

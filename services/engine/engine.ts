@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { Receipt, ThreadHead, ThreadStore } from '../../adapters/threadStore.ts';
-import type { Command, CommandResult } from './commands.ts';
+import { type Command, type CommandResult, systemCommandId } from './commands.ts';
 import { decide } from './decide.ts';
 import type { StoredEvent } from './domainEvents.ts';
 import { TurnloomError } from '../errors.ts';
@@ -102,7 +102,7 @@ export class Engine {
         await this.submit({
           type: 'turn.repair',
           // Keyed by machine version too: a repair refused by older rules is tried again by newer ones.
-          commandId: `repair:${machinesVersion}:${threadId}:${turnId}`,
+          commandId: systemCommandId('repair', machinesVersion, threadId, turnId),
           threadId,
           turnId,
           reason: 'the process running this turn stopped and no worker holds it',

@@ -1,4 +1,5 @@
 import type { Engine } from '../engine/engine.ts';
+import { systemCommandId } from '../engine/commands.ts';
 import { TurnloomError } from '../errors.ts';
 
 export interface DeadlineOptions {
@@ -29,9 +30,9 @@ export class Deadlines {
       for (const { threadId, at, event } of events) {
         if (event.type === 'turn.interruptRequested') this.armInterrupt(threadId, event.turnId, this.options.interruptMs);
         else if (event.type === 'approval.requested') this.armApproval(threadId, event.approvalId, at);
-        else if (event.type === 'turn.completed' || event.type === 'turn.failed' || event.type === 'turn.interrupted') this.disarm(`turn:${event.turnId}`);
+        else if (event.type === 'turn.completed' || event.type === 'turn.failed' || event.type === 'turn.interrupted') this.disarm(`turn:${threadId}:${event.turnId}`);
         else if (event.type === 'approval.granted' || event.type === 'approval.denied' || event.type === 'approval.cancelled' || event.type === 'approval.expired') {
-          this.disarm(`approval:${event.approvalId}`);
+          this.disarm(`approval:${threadId}:${event.approvalId}`);
         }
       }
     });
@@ -44,15 +45,15 @@ export class Deadlines {
   }
 
   private armInterrupt(threadId: string, turnId: string, ms: number): void {
-    this.arm(`turn:${turnId}`, ms, () =>
-      this.engine.submit({ type: 'turn.settle', commandId: `deadline:${turnId}`, threadId, turnId, outcome: { kind: 'interrupted', cause: 'deadline', reason: 'the interrupt was not confirmed in time' } }),
+    this.arm(`turn:${threadId}:${turnId}`, ms, () =>
+      this.engine.submit({ type: 'turn.settle', commandId: systemCommandId('deadline', threadId, turnId), threadId, turnId, outcome: { kind: 'interrupted', cause: 'deadline', reason: 'the interrupt was not confirmed in time' } }),
     );
   }
 
   private armApproval(threadId: string, approvalId: string, requestedAt: number): void {
     if (this.options.approvalMs === null) return;
-    this.arm(`approval:${approvalId}`, Math.max(0, requestedAt + this.options.approvalMs - Date.now()), () =>
-      this.engine.submit({ type: 'approval.expire', commandId: `expire:${approvalId}`, threadId, approvalId }),
+    this.arm(`approval:${threadId}:${approvalId}`, Math.max(0, requestedAt + this.options.approvalMs - Date.now()), () =>
+      this.engine.submit({ type: 'approval.expire', commandId: systemCommandId('expire', threadId, approvalId), threadId, approvalId }),
     );
   }
 

@@ -3,7 +3,8 @@ import type { AssistantPart, ProviderMessage } from './providerAdapter.ts';
 
 function assistantPart(part: PartView): AssistantPart | null {
   if (part.tool) return { kind: 'toolCall', callId: part.tool.callId, name: part.tool.name, input: part.tool.input ?? {} };
-  if (part.text === '') return null;
+  // Redacted thinking has no text, only its opaque data (kept as the signature): it still goes back.
+  if (part.text === '' && !(part.kind === 'reasoning' && part.signature)) return null;
   return part.kind === 'reasoning' ? { kind: 'reasoning', text: part.text, signature: part.signature } : { kind: 'text', text: part.text };
 }
 

@@ -1,4 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
+import { systemCommandId } from '../engine/commands.ts';
 import type { DomainEvent, ProviderChoice, StoredEvent } from '../engine/domainEvents.ts';
 import type { Engine } from '../engine/engine.ts';
 import { TurnloomError } from '../errors.ts';
@@ -17,13 +18,16 @@ export interface TurnRunnerOptions {
   /** A stream silent this long counts as a dropped connection. */
   idleTimeoutMs?: number;
   maxSteps?: number;
+  /** A tool's output longer than this is cut (the model and the log get a note saying how much): events stay small enough to travel. */
+  maxToolOutputChars?: number;
   /**
    * Whether the tools a step asks for are run (and the turn goes on). `false`,
    * or `false` for a given step: they are recorded but not run, and the turn
    * ends with that answer (a plan-only run, or the end of a recording).
    */
   runTools?: boolean | ((step: number) => boolean);
-  retry?: RetryPolicy;
+  /** Merged over the defaults. */
+  retry?: Partial<RetryPolicy>;
   flushMs?: number;
   maxBufferChars?: number;
   random?: () => number;
@@ -59,7 +63,9 @@ class StepFailed extends Error {
  * completed, failed, or interrupted (confirmed here, or by the deadline).
  */
 export class TurnRunner {
-  private readonly options: Required<Omit<TurnRunnerOptions, 'live' | 'interceptRequest'>> & Pick<TurnRunnerOptions, 'live' | 'interceptRequest'>;
+  private readonly options: Required<Omit<TurnRunnerOptions, 'live' | 'interceptRequest' | 'retry'>> &
+    Pick<TurnRunnerOptions, 'live' | 'interceptRequest'> & { retry: RetryPolicy };
+  /** Keyed `threadId/turnId`: turn and approval ids are only unique within their thread. */
   private readonly runs = new Map<string, { threadId: string; controller: AbortController; done: Promise<void> }>();
   private readonly decisions = new Map<string, (decision: Decision) => void>();
   private unsubscribe: (() => void) | undefined;
@@ -68,12 +74,13 @@ export class TurnRunner {
     this.options = {
       idleTimeoutMs: 60_000,
       maxSteps: 50,
+      maxToolOutputChars: 100_000,
       runTools: true,
-      retry: defaultRetryPolicy,
       flushMs: 50,
       maxBufferChars: 24_000,
       random: Math.random,
       ...options,
+      retry: { ...defaultRetryPolicy, ...options.retry },
     };
   }
 
@@ -94,16 +101,19 @@ export class TurnRunner {
           this.launch(threadId, event.turnId);
           break;
         case 'turn.interruptRequested':
-          this.runs.get(event.turnId)?.controller.abort(new Error(event.reason));
+          this.runs.get(`${threadId}/${event.turnId}`)?.controller.abort(new Error(event.reason));
           break;
         case 'approval.granted':
         case 'approval.denied':
         case 'approval.expired':
         case 'approval.cancelled':
-          this.decisions.get(event.approvalId)?.(event.type.slice('approval.'.length) as Decision);
+          this.decisions.get(`${threadId}/${event.approvalId}`)?.(event.type.slice('approval.'.length) as Decision);
           break;
         case 'session.stopRequested':
-          void this.confirmStop(threadId, threadSeq);
+        case 'turn.completed':
+        case 'turn.failed':
+        case 'turn.interrupted':
+          void this.confirmStopWhenFree(threadId, threadSeq);
           break;
         default:
           break;
@@ -112,28 +122,34 @@ export class TurnRunner {
   }
 
   private launch(threadId: string, turnId: string): void {
-    if (this.runs.has(turnId)) return;
+    const key = `${threadId}/${turnId}`;
+    if (this.runs.has(key)) return;
     const controller = new AbortController();
     const done = this.runTurn(threadId, turnId, controller.signal)
-      .catch((error: unknown) => console.error(`turnloom runner: turn ${turnId} could not be settled`, error))
-      .finally(() => this.runs.delete(turnId));
-    this.runs.set(turnId, { threadId, controller, done });
+      .catch((error: unknown) => console.error(`turnloom runner: turn ${key} could not be settled`, error))
+      .finally(() => this.runs.delete(key));
+    this.runs.set(key, { threadId, controller, done });
   }
 
-  /** The provider sessions here live only as long as a call, so a stop is confirmed once no turn holds the session. */
-  private async confirmStop(threadId: string, threadSeq: number): Promise<void> {
-    for (const run of this.runs.values()) if (run.threadId === threadId) await run.done;
-    await this.options.engine.submit({ type: 'session.confirmStopped', commandId: `session-stopped:${threadId}:${threadSeq}`, threadId }).catch(ignoreIllegal);
+  /**
+   * The provider sessions here live only as long as a call, so a stop is
+   * confirmed as soon as no turn holds the session: at the request, or when
+   * the turn that held it ends, whoever ran that turn.
+   */
+  private async confirmStopWhenFree(threadId: string, threadSeq: number): Promise<void> {
+    const view = await this.options.engine.getThread(threadId);
+    if (view.session.state !== 'stopping' || view.openTurnId) return;
+    await this.options.engine.submit({ type: 'session.confirmStopped', commandId: systemCommandId('stopped', threadId, threadSeq), threadId }).catch(ignoreIllegal);
   }
 
   private async runTurn(threadId: string, turnId: string, signal: AbortSignal): Promise<void> {
     const { engine } = this.options;
     let sequence = 0;
     const record = async (events: DomainEvent[]) => {
-      if (events.length > 0) await engine.submit({ type: 'turn.record', commandId: `${turnId}:r${++sequence}`, threadId, turnId, events });
+      if (events.length > 0) await engine.submit({ type: 'turn.record', commandId: systemCommandId('record', threadId, turnId, ++sequence), threadId, turnId, events });
     };
     const settle = (outcome: { kind: 'failed'; error: string } | { kind: 'interrupted'; cause: 'provider'; reason: string }) =>
-      engine.submit({ type: 'turn.settle', commandId: `${turnId}:settle`, threadId, turnId, outcome }).catch(ignoreIllegal);
+      engine.submit({ type: 'turn.settle', commandId: systemCommandId('settle', threadId, turnId), threadId, turnId, outcome }).catch(ignoreIllegal);
 
     let view = await engine.getThread(threadId);
     const turn = view.turns[turnId];
@@ -328,11 +344,16 @@ export class TurnRunner {
     const executing: DomainEvent = { type: 'tool.executing', turnId, partId, toolCallId: call.callId };
     if (tools.needsApproval(call)) {
       const approvalId = `${partId}-approval`;
-      const decided = this.waitForDecision(threadId, turnId, approvalId, signal);
-      await record([{ type: 'approval.requested', turnId, approvalId, partId, toolCallId: call.callId, toolName: call.name, input: call.input }]);
+      const { decided, cancel } = this.waitForDecision(threadId, turnId, approvalId, signal);
+      try {
+        await record([{ type: 'approval.requested', turnId, approvalId, partId, toolCallId: call.callId, toolName: call.name, input: call.input }]);
+      } catch (error) {
+        cancel();
+        throw error;
+      }
       const asked = (await this.options.engine.getThread(threadId)).turns[turnId]!.approvals.some((approval) => approval.id === approvalId);
       // Refused by the machines (the turn is being stopped): nobody will answer, so nothing runs.
-      if (!asked) this.decisions.get(approvalId)?.('cancelled');
+      if (!asked) cancel();
       const decision = await decided;
       // Acting on the decision is consuming it, a refusal included: the second confirmation.
       if (decision === 'denied') await record([{ type: 'approval.consumed', turnId, approvalId }]);
@@ -345,33 +366,42 @@ export class TurnRunner {
     const now = await this.options.engine.getThread(threadId);
     if (now.turns[turnId]!.messages[1].parts.find((candidate) => candidate.id === partId)?.state !== 'running.tool.executing') return;
     const result = await untilAborted(tools.execute(call, signal), signal);
+    const limit = this.options.maxToolOutputChars;
+    const output = result.output.length > limit ? `${result.output.slice(0, limit)}\n[… ${result.output.length - limit} more characters cut]` : result.output;
     await record([
       result.isError
-        ? { type: 'tool.failed', turnId, partId, toolCallId: call.callId, error: result.output }
-        : { type: 'tool.result', turnId, partId, toolCallId: call.callId, output: result.output },
+        ? { type: 'tool.failed', turnId, partId, toolCallId: call.callId, error: output }
+        : { type: 'tool.result', turnId, partId, toolCallId: call.callId, output },
     ]);
   }
 
-  /** Resolves with the decision once it is committed, whichever client made it; registered before the request is recorded. */
-  private waitForDecision(threadId: string, turnId: string, approvalId: string, signal: AbortSignal): Promise<Decision> {
-    return new Promise<Decision>((resolve, reject) => {
-      const finish = (decision: Decision) => {
-        this.decisions.delete(approvalId);
+  /**
+   * The decision on an approval once it is committed, whichever client made
+   * it. Registered before the request is recorded so none is missed; `cancel`
+   * ends the wait (and its bookkeeping) when nobody will answer.
+   */
+  private waitForDecision(threadId: string, turnId: string, approvalId: string, signal: AbortSignal): { decided: Promise<Decision>; cancel: () => void } {
+    const key = `${threadId}/${approvalId}`;
+    let finish: (decision: Decision) => void = () => undefined;
+    const decided = new Promise<Decision>((resolve, reject) => {
+      const onAbort = () => {
+        this.decisions.delete(key);
+        reject(signal.reason);
+      };
+      finish = (decision) => {
+        this.decisions.delete(key);
         signal.removeEventListener('abort', onAbort);
         resolve(decision);
       };
-      const onAbort = () => {
-        this.decisions.delete(approvalId);
-        reject(signal.reason);
-      };
-      this.decisions.set(approvalId, finish);
+      this.decisions.set(key, finish);
       signal.addEventListener('abort', onAbort, { once: true });
-      void this.options.engine.getThread(threadId).then((view) => {
-        const state = view.turns[turnId]?.approvals.find((approval) => approval.id === approvalId)?.state;
-        if (state === 'approved') finish('granted');
-        else if (state === 'denied' || state === 'expired' || state === 'cancelled') finish(state);
-      });
     });
+    void this.options.engine.getThread(threadId).then((view) => {
+      const state = view.turns[turnId]?.approvals.find((approval) => approval.id === approvalId)?.state;
+      if (state === 'approved') finish('granted');
+      else if (state === 'denied' || state === 'expired' || state === 'cancelled') finish(state);
+    });
+    return { decided, cancel: () => finish('cancelled') };
   }
 
   get activeTurns(): number {
@@ -428,6 +458,6 @@ async function* abortable<T>(iterable: AsyncIterable<T>, signal: AbortSignal): A
 
 function ignoreIllegal(error: unknown): void {
   // Someone settled it first (the provider, the deadline, a repair): that is the outcome we wanted.
-  if (error instanceof TurnloomError && (error.code === 'illegal_transition' || error.code === 'conflict')) return;
+  if (error instanceof TurnloomError && error.code === 'illegal_transition') return;
   console.error('turnloom runner:', error);
 }

@@ -64,7 +64,9 @@ describe('headless API over the in-process bus', () => {
   it('tells a client too far behind to take a fresh snapshot', async () => {
     const { threadId } = await client.call('thread.create', { title: 'long' });
     for (let i = 0; i < 1_010; i++) await fx.server.engine.submit({ type: 'thread.rename', commandId: `long-${i}`, threadId, title: `t${i}` });
-    expect(await client.call('thread.events', { threadId, after: 0 })).toEqual({ events: [], lastSeq: 1_011, snapshotRequired: true });
+    expect(await client.call('thread.events', { threadId, after: 5 })).toEqual({ events: [], lastSeq: 1_011, snapshotRequired: true });
+    // From the very start it pages the whole log (the way to rebuild a view too large to send).
+    expect((await client.call('thread.events', { threadId, after: 0 })).events.map((event) => event.threadSeq).slice(0, 3)).toEqual([1, 2, 3]);
     expect((await client.call('thread.events', { threadId, after: 11, limit: 5 })).events.map((event) => event.threadSeq)).toEqual([12, 13, 14, 15, 16]);
   });
 
@@ -109,6 +111,7 @@ describe('bad input: a typed error, and nothing written', () => {
     ['an unsupported content type', 'thread.create', () => json({}), { 'content-type': 'text/yaml' }, 'invalid_payload'],
     ['a payload over 1 MiB', 'thread.create', () => json({ title: 'x'.repeat(1_100_000) }), {}, 'invalid_payload'],
     ['an unknown thread', 'turn.start', () => json({ threadId: 'nope', input: { text: 'hi' } }), {}, 'not_found'],
+    ['a command id under the system prefix', 'thread.create', () => json({ commandId: 'sys:settle:x' }), {}, 'invalid_payload'],
   ];
 
   it.each(cases)('%s', async (_name, method, payload, headers, code) => {

@@ -77,7 +77,12 @@ describe('the shipped NATS permissions (docs/nats/turnloom-permissions.conf) on 
   const dir = tempDir('turnloom-perm-');
   const buses: Bus[] = [];
   const as = async (user: 'engine' | 'client' | 'worker') => {
-    const bus = await NatsBus.connect({ servers: nats.url, user, pass: passwords[`TURNLOOM_${user.toUpperCase()}_PASSWORD` as keyof typeof passwords] });
+    const bus = await NatsBus.connect({
+      servers: nats.url,
+      user,
+      pass: passwords[`TURNLOOM_${user.toUpperCase()}_PASSWORD` as keyof typeof passwords],
+      ...(user === 'engine' ? {} : { inboxPrefix: `_INBOX_${user}` }),
+    });
     buses.push(bus);
     return bus;
   };
@@ -117,6 +122,21 @@ describe('the shipped NATS permissions (docs/nats/turnloom-permissions.conf) on 
     expect(errors[0]!.message).toMatch(/permissions violation/i);
     await sleep(100);
     expect(heard).toEqual([]);
+  });
+
+  it('never answers to a reply subject that is not an inbox, so a client cannot aim the engine at a worker', async () => {
+    const worker = await as('worker');
+    const heard: string[] = [];
+    worker.subscribe('turnloom.v1.work.>', (message) => heard.push(message.subject));
+    await worker.flush();
+    const client = await as('client');
+    client.publish('turnloom.v1.api.health', new TextEncoder().encode('{}'), { reply: 'turnloom.v1.work.w1.interrupt' });
+    client.publish('$SRV.PING', new TextEncoder().encode(''), { reply: 'turnloom.v1.work.w1.stop' });
+    await client.flush();
+    await sleep(200);
+    expect(heard).toEqual([]);
+    // A real request still gets its answer, on the client's own inbox.
+    expect((await new TurnloomClient(client).call('health', {})).status).toBe('ok');
   });
 
   it('keeps a worker to its own subjects', async () => {

@@ -94,3 +94,59 @@ describe('client catch-up by sequence', () => {
     watch.close();
   });
 });
+
+describe('client catch-up when things go wrong', () => {
+  let fx: ApiFixture;
+  beforeAll(async () => {
+    fx = await openApiFixture({ maxPayloadBytes: 64 * 1024 });
+  });
+  afterAll(async () => {
+    await fx.dispose();
+  });
+
+  it('folds the whole log when the snapshot is too large to send, and pages stay under the limit', async () => {
+    const client = new TurnloomClient(await fx.connect(), { prefix: fx.prefix });
+    const { threadId } = await client.call('thread.create', {});
+    // Three turns with long messages: a view far larger than one 64 KiB answer.
+    for (let i = 0; i < 3; i++) {
+      const { turnId } = await client.call('turn.start', { threadId, input: { text: `${i}`.repeat(30_000) } });
+      await fx.server.engine.submit({ type: 'turn.settle', commandId: `done-${i}`, threadId, turnId, outcome: { kind: 'failed', error: 'no worker here' } });
+    }
+    const { turnId } = await client.call('turn.start', { threadId, input: { text: 'one more' } });
+    await expect(client.call('thread.get', { threadId })).rejects.toMatchObject({ code: 'unavailable', details: { size: expect.any(Number) } });
+    const page = await client.call('thread.events', { threadId, after: 0 });
+    expect(page.events.length).toBeLessThan((await fx.server.engine.getThread(threadId)).seq);
+    expect(page.snapshotRequired).toBe(false);
+
+    const watch = await client.watchThread(threadId);
+    expect(watch.context.view).toEqual(await fx.server.engine.getThread(threadId));
+    await client.call('turn.interrupt', { threadId, turnId });
+    await expect.poll(() => watch.context.view?.turns[turnId]?.state).toMatch(/^interrupting/);
+    watch.close();
+  });
+
+  it('stops with status failed, not a crash, on an event that will not fold', async () => {
+    const bus = await fx.connect();
+    const client = new TurnloomClient(bus, { prefix: fx.prefix });
+    const { threadId } = await client.call('thread.create', {});
+    const watch = await client.watchThread(threadId);
+    const { MSGPACK, encode } = await import('../../bus/index.ts');
+    const forged = { seq: 1, threadId, threadSeq: 2, commandId: 'x', at: 0, event: { type: 'turn.started', turnId: 'ghost' } };
+    bus.publish(fx.server.subjects.events(threadId), encode(forged, MSGPACK));
+    await expect.poll(() => watch.context.status).toBe('failed');
+    expect(watch.context.error).toMatch(/turn-scope/);
+    watch.close();
+  });
+
+  it('notices a lost last event by asking the log now and then', async () => {
+    const { bus, state } = lossy(await fx.connect());
+    const client = new TurnloomClient(bus, { prefix: fx.prefix });
+    const { threadId } = await client.call('thread.create', {});
+    const watch = await client.watchThread(threadId, { pollMs: 100 });
+    state.dropping = true;
+    await fx.server.engine.submit({ type: 'thread.rename', commandId: `${threadId}-lost`, threadId, title: 'the last word' });
+    await expect.poll(() => watch.context.view?.title, { timeout: 5_000 }).toBe('the last word');
+    expect(state.dropped).toBe(1);
+    watch.close();
+  });
+});

@@ -58,6 +58,7 @@ describe('a foreign client speaking raw JSON over NATS', () => {
     await call('health', '{}');
     const stats = JSON.parse((await nc.request(`$SRV.STATS.${name}`, '', { timeout: 2_000 })).string());
     const health = stats.endpoints.find((endpoint: { name: string }) => endpoint.name === 'health');
+    expect(stats.endpoints.every((endpoint: { name: string }) => /^[A-Za-z0-9_-]+$/.test(endpoint.name))).toBe(true);
     expect(health.num_requests).toBeGreaterThanOrEqual(2);
     expect(health.queue_group).toBe('turnloom-api');
     expect(Date.parse(stats.started)).not.toBeNaN();

@@ -50,3 +50,22 @@ describe('every recorded stream replays through the real SDK, adapter, ingestion
     expect(Object.keys(result)).toEqual(expect.arrayContaining(['status', 'text', 'reasoning', 'toolCalls', 'stopReason', 'usage', 'diagnostics']));
   });
 });
+
+describe('streams the recordings do not cover', () => {
+  it('keeps every run of reasoning and text when a Chat Completions stream alternates between them', async () => {
+    const { writeFileSync, mkdtempSync, rmSync } = await import('node:fs');
+    const { join } = await import('node:path');
+    const { tmpdir } = await import('node:os');
+    const dir = mkdtempSync(join(tmpdir(), 'turnloom-alt-'));
+    const chunk = (delta: Record<string, unknown>, finish: string | null = null) =>
+      JSON.stringify({ id: 'c', object: 'chat.completion.chunk', created: 1, model: 'm', choices: [{ index: 0, delta, finish_reason: finish }] });
+    const file = join(dir, 'alternating.chunks.txt');
+    writeFileSync(
+      file,
+      [chunk({ role: 'assistant', reasoning_content: 'think A. ' }), chunk({ content: 'Answer 1. ' }), chunk({ reasoning_content: 'think B. ' }), chunk({ content: 'Answer 2.' }), chunk({}, 'stop')].join('\n'),
+    );
+    const result = await replayRecording(file, 'openai-chat');
+    rmSync(dir, { recursive: true, force: true });
+    expect(result).toMatchObject({ status: 'completed', reasoning: 'think A. think B. ', text: 'Answer 1. Answer 2.', diagnostics: [] });
+  });
+});

@@ -131,3 +131,36 @@ describe('the request is derived from the log, and checked against it before it 
     ]);
   });
 });
+
+describe('provider request mapping', () => {
+  it('sends redacted thinking back as redacted_thinking, and thinking with its signature', () => {
+    const params = toMessagesParams(
+      {
+        model: null,
+        system: 's',
+        tools: [],
+        messages: [
+          { role: 'user', text: 'q' },
+          {
+            role: 'assistant',
+            parts: [
+              { kind: 'reasoning', text: '', signature: 'opaque-data' },
+              { kind: 'reasoning', text: 'visible', signature: 'sig' },
+              { kind: 'reasoning', text: 'unsigned', signature: null },
+              { kind: 'text', text: 'answer' },
+            ],
+          },
+        ],
+      },
+      'claude-test',
+      1_000,
+      500,
+    );
+    expect(params.thinking).toEqual({ type: 'enabled', budget_tokens: 500 });
+    expect(params.messages[1]!.content).toEqual([
+      { type: 'redacted_thinking', data: 'opaque-data' },
+      { type: 'thinking', thinking: 'visible', signature: 'sig' },
+      { type: 'text', text: 'answer' },
+    ]);
+  });
+});

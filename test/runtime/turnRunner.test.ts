@@ -155,14 +155,32 @@ describe('the in-process turn runner', () => {
     expect(fx!.server.engine.liveStates(threadId)).toEqual({ 'session:session': 'ready' });
   });
 
-  it('fails a turn for an unknown provider, cleanly, and the next turn can run', async () => {
-    const { client, threadId } = await setup({ scripted: new ScriptedProvider({ steps: [[{ text: 'ok' }]] }) });
-    const { turnId } = await client.call('turn.start', { threadId, input: { text: 'x' }, provider: { name: 'nowhere' } });
-    await expect.poll(async () => (await turnState(client, threadId, turnId)).state, { timeout: 10_000 }).toBe('failed');
-    expect((await turnState(client, threadId, turnId)).error).toMatch(/no provider "nowhere"/);
+  it('refuses a provider this server does not run, writing nothing; a turn whose provider vanished fails cleanly', async () => {
+    const { fx, client, threadId } = await setup({ scripted: new ScriptedProvider({ steps: [[{ text: 'ok' }]] }) });
+    const before = fx.store.lastSeq();
+    const refused = await client.call('turn.start', { threadId, input: { text: 'x' }, provider: { name: 'nowhere' } }).catch((error: unknown) => error);
+    expect(refused).toMatchObject({ code: 'invalid_payload', details: { providers: ['scripted'] } });
+    expect(fx.store.lastSeq()).toBe(before);
+
+    // Accepted earlier by a server that knew it (here: written to the log directly), then run by one that does not.
+    await fx.server.engine.submit({ type: 'turn.start', commandId: 'old', threadId, turnId: 'old', input: { text: 'x' }, provider: { name: 'nowhere', model: null } });
+    await expect.poll(async () => (await turnState(client, threadId, 'old')).state, { timeout: 10_000 }).toBe('failed');
+    expect((await turnState(client, threadId, 'old')).error).toMatch(/no provider "nowhere"/);
     expect((await client.call('thread.get', { threadId })).thread.session).toMatchObject({ state: 'error', failure: expect.stringMatching(/never started/) });
     const { turnId: next } = await client.call('turn.start', { threadId, input: { text: 'y' } });
     await expect.poll(async () => (await turnState(client, threadId, next)).state, { timeout: 10_000 }).toBe('completed');
+  });
+
+  it('keeps turns of different threads apart even when they share a turn id', async () => {
+    const script: ScriptInput = { chunkSize: 1, delayMs: 10, steps: [[{ text: 'a slow answer' }]] };
+    const { client } = await setup({ scripted: new ScriptedProvider(script) });
+    const [a, b] = await Promise.all([client.call('thread.create', {}), client.call('thread.create', {})]);
+    await client.call('turn.start', { threadId: a.threadId, turnId: 'same', input: { text: 'one' } });
+    await client.call('turn.start', { threadId: b.threadId, turnId: 'same', input: { text: 'two' } });
+    await expect.poll(async () => (await turnState(client, b.threadId, 'same')).state, { timeout: 10_000 }).toBe('running.streaming');
+    await client.call('turn.interrupt', { threadId: b.threadId, turnId: 'same' });
+    await expect.poll(async () => (await turnState(client, a.threadId, 'same')).state, { timeout: 10_000 }).toBe('completed');
+    expect((await turnState(client, b.threadId, 'same')).state).toBe('interrupted');
   });
 
   it('stops the session: the running turn is interrupted and the session confirmed stopped', async () => {
