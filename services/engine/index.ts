@@ -8,6 +8,7 @@ export { emptyThreadView, project, projectInto, rebuildView } from './projector.
 export type { ProjectedEvent } from './projector.ts';
 export { InvariantViolation, advanceCursor, emptyCursor } from './logInvariants.ts';
 export type { Invariant, LogCursor } from './logInvariants.ts';
+export { isOpenPart } from './threadView.ts';
 export type { ThreadView, TurnView, PartView, MessageView, ApprovalView, StepView, ActivityView, ToolCallView, SessionView, ThreadSummary } from './threadView.ts';
 export type { PersistedActorTree, PersistedActor, InspectListener } from './threadActors.ts';
 export { machinesVersion } from './machinesVersion.ts';

@@ -1,5 +1,6 @@
 import type { ToolOutcome } from './domainEvents.ts';
 import type { ThreadDraft } from './threadDraft.ts';
+import { isOpenPart } from './threadView.ts';
 
 /** How an open turn ends when it cannot end on its own. */
 export type TurnOutcome =
@@ -11,7 +12,6 @@ const toolResultText: Record<ToolOutcome, string> = {
   unknown: 'The outcome of this tool call is unknown: the turn stopped while it was running. Verify its effects before retrying.',
 };
 
-const isOpen = (state: string) => state === 'pending' || state.startsWith('running');
 
 /**
  * Closes everything a turn still has open, then the turn itself, so that
@@ -33,7 +33,7 @@ export function settleOpenTurn(draft: ThreadDraft, turnId: string, outcome: Turn
 
   const settled: Array<{ partId: string; outcome: ToolOutcome | null }> = [];
   for (const part of turn().messages[1].parts) {
-    if (!isOpen(part.state)) continue;
+    if (!isOpenPart(part)) continue;
     const toolOutcome: ToolOutcome | null = part.tool ? (part.state === 'running.tool.executing' ? 'unknown' : 'notStarted') : null;
     if (outcome.kind === 'failed' && !part.tool) {
       draft.emit({ type: 'part.failed', turnId, partId: part.id, error: reason });

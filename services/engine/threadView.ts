@@ -117,6 +117,9 @@ export interface ActivityView {
   data: Record<string, unknown>;
 }
 
+/** A part still taking events: announced or running, not yet completed, failed or interrupted. */
+export const isOpenPart = (part: Pick<PartView, 'state'>): boolean => part.state === 'pending' || part.state.startsWith('running');
+
 export interface ThreadSummary {
   id: string;
   title: string;

@@ -2,6 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { systemCommandId } from '../engine/commands.ts';
 import type { DomainEvent, ProviderChoice, StoredEvent } from '../engine/domainEvents.ts';
 import type { Engine } from '../engine/engine.ts';
+import { isOpenPart } from '../engine/threadView.ts';
 import { TurnloomError } from '../errors.ts';
 import { deriveMessages, systemPrompt } from './deriveRequest.ts';
 import { type ProviderAdapter, ProviderError, type ProviderRequest, type ToolCall, type ToolExecutor } from './providerAdapter.ts';
@@ -322,7 +323,7 @@ export class TurnRunner {
     record: (events: DomainEvent[]) => Promise<void>,
   ): Promise<void> {
     const view = await this.options.engine.getThread(threadId);
-    const open = view.turns[turnId]!.messages[1].parts.filter((part) => ingestion.partIds().includes(part.id) && (part.state === 'pending' || part.state.startsWith('running')));
+    const open = view.turns[turnId]!.messages[1].parts.filter((part) => ingestion.partIds().includes(part.id) && isOpenPart(part));
     await record([
       ...open.map((part): DomainEvent => ({ type: 'part.failed', turnId, partId: part.id, error: `attempt failed: ${error.message}` })),
       { type: 'step.finished', turnId, step, outcome: 'error', finishReason: null, usage: ingestion.usage, error: `${error.kind}: ${error.message}` },

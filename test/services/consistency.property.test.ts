@@ -4,7 +4,7 @@ import type { Command } from '../../services/engine/commands.ts';
 import type { DomainEvent } from '../../services/engine/domainEvents.ts';
 import { TurnloomError } from '../../services/errors.ts';
 import { stateName } from '../../services/strictSend.ts';
-import type { ThreadView } from '../../services/engine/threadView.ts';
+import { type ThreadView, isOpenPart } from '../../services/engine/threadView.ts';
 import { openEngineFixture, rebuildFromLog } from '../support/engineFixture.ts';
 
 /**
@@ -33,13 +33,12 @@ function pick<T>(items: readonly T[], index: number): T | undefined {
   return items.length === 0 ? undefined : items[index % items.length];
 }
 
-const isOpen = (state: string) => state === 'pending' || state.startsWith('running');
 
 /** What would move the open turn forward from where it stands. */
 function plausible(view: ThreadView): string[] {
   const turn = view.openTurnId ? view.turns[view.openTurnId]! : undefined;
   if (!turn) return ['turn.start'];
-  const open = turn.messages[1].parts.filter((part) => isOpen(part.state));
+  const open = turn.messages[1].parts.filter(isOpenPart);
   if (turn.state === 'requested') return view.session.state === 'starting' ? ['session.started'] : ['turn.started'];
   if (turn.state.startsWith('interrupting')) return ['turn.settle', 'part.interrupted', 'step.finished', 'turn.interrupted'];
   switch (turn.state) {
@@ -63,7 +62,7 @@ function concrete(op: Op, view: ThreadView, n: number): Command {
   const turnId = view.openTurnId ?? pick(turnIds, op.a) ?? 'none';
   const turn = view.turns[turnId];
   const parts = turn?.messages[1].parts ?? [];
-  const openParts = parts.filter((candidate) => isOpen(candidate.state));
+  const openParts = parts.filter(isOpenPart);
   const part = pick(openParts.length > 0 ? openParts : parts, op.b);
   const partId = part?.id ?? `p${op.a}`;
   const callId = part?.tool?.callId ?? `c${op.b}`;

@@ -1,9 +1,4 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { tempFolder } from '../../cli/tempFolder.ts';
 
 /** A fresh temp folder, removed by the returned cleanup. */
-export function tempDir(prefix = 'turnloom-'): { path: string; remove: () => void } {
-  const path = mkdtempSync(join(tmpdir(), prefix));
-  return { path, remove: () => rmSync(path, { recursive: true, force: true }) };
-}
+export const tempDir = (prefix = 'turnloom-'): { path: string; remove: () => void } => tempFolder(prefix);
