@@ -32,7 +32,7 @@ export class NatsBus implements Bus {
 
   private constructor(nc: NatsConnection) {
     this.nc = nc;
-    void this.watchStatus();
+    this.watchStatus().catch((error: unknown) => console.error('turnloom bus: status watcher stopped', error));
   }
 
   static async connect(options: ConnectionOptions): Promise<NatsBus> {

@@ -115,7 +115,7 @@ export async function serveRecordedStream(protocol: WireProtocol, plans: Respons
       }
       if (protocol === 'openai-chat') response.write('data: [DONE]\n\n');
       response.end();
-    })();
+    })().catch(() => response.destroy());
   });
   server.on('connection', (socket) => {
     sockets.add(socket);

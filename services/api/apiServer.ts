@@ -74,8 +74,10 @@ export class ApiServer {
   }
 
   private track(work: Promise<void>): void {
-    this.inflight.add(work);
-    void work.finally(() => this.inflight.delete(work));
+    const tracked = work
+      .catch((error: unknown) => console.error('turnloom api: a request failed outside its handler', error))
+      .finally(() => this.inflight.delete(tracked));
+    this.inflight.add(tracked);
   }
 
   private async handle(message: BusMessage): Promise<void> {

@@ -114,7 +114,7 @@ export class TurnRunner {
         case 'turn.completed':
         case 'turn.failed':
         case 'turn.interrupted':
-          void this.confirmStopWhenFree(threadId, threadSeq);
+          this.confirmStopWhenFree(threadId, threadSeq).catch(ignoreIllegal);
           break;
         default:
           break;
@@ -397,11 +397,16 @@ export class TurnRunner {
       this.decisions.set(key, finish);
       signal.addEventListener('abort', onAbort, { once: true });
     });
-    void this.options.engine.getThread(threadId).then((view) => {
-      const state = view.turns[turnId]?.approvals.find((approval) => approval.id === approvalId)?.state;
-      if (state === 'approved') finish('granted');
-      else if (state === 'denied' || state === 'expired' || state === 'cancelled') finish(state);
-    });
+    // Whoever awaits `decided` comes later (after the request is recorded): an abort before then is not unhandled.
+    decided.catch(() => undefined);
+    this.options.engine.getThread(threadId).then(
+      (view) => {
+        const state = view.turns[turnId]?.approvals.find((approval) => approval.id === approvalId)?.state;
+        if (state === 'approved') finish('granted');
+        else if (state === 'denied' || state === 'expired' || state === 'cancelled') finish(state);
+      },
+      () => finish('cancelled'),
+    );
     return { decided, cancel: () => finish('cancelled') };
   }
 
@@ -435,11 +440,12 @@ function failureActivity(turnId: string, error: unknown): DomainEvent {
 
 /** Settles with the promise, or rejects as soon as the signal aborts: a tool or provider that ignores the signal cannot hold a turn. */
 function untilAborted<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
-  if (signal.aborted) return Promise.reject(signal.reason);
   return new Promise<T>((resolve, reject) => {
     const onAbort = () => reject(signal.reason);
-    signal.addEventListener('abort', onAbort, { once: true });
+    // The raced promise is always observed, also when the signal wins: its late rejection is not a crash.
     promise.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
+    if (signal.aborted) onAbort();
+    else signal.addEventListener('abort', onAbort, { once: true });
   });
 }
 
