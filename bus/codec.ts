@@ -1,5 +1,6 @@
 import { Packr } from 'msgpackr';
 import { TurnloomError } from '../services/errors.ts';
+import { wellFormed } from './wellFormed.ts';
 
 export type ContentType = 'application/msgpack' | 'application/json';
 
@@ -22,15 +23,21 @@ export function contentTypeOf(headers: Readonly<Record<string, string>>, data: U
   return first === undefined || first === 0x7b ? JSON_TYPE : MSGPACK;
 }
 
+/** Encodes a payload; lone surrogates go out as U+FFFD (msgpack would write bytes that are not UTF-8). */
 export function encode(value: unknown, contentType: ContentType): Uint8Array {
-  return contentType === JSON_TYPE ? new TextEncoder().encode(JSON.stringify(value)) : packr.pack(value);
+  const whole = wellFormed(value);
+  return contentType === JSON_TYPE ? new TextEncoder().encode(JSON.stringify(whole)) : packr.pack(whole);
 }
 
-/** Decodes a payload; malformed bytes are an `invalid_payload` error, never a crash. An empty payload is `{}`. */
+/**
+ * Decodes a payload; malformed bytes are an `invalid_payload` error, never a
+ * crash. An empty payload is `{}`. Lone surrogates (which JSON escapes can
+ * carry) come out as U+FFFD: see `wellFormed`.
+ */
 export function decode(data: Uint8Array, contentType: ContentType): unknown {
   if (data.length === 0) return {};
   try {
-    return contentType === JSON_TYPE ? JSON.parse(utf8.decode(data)) : packr.unpack(data);
+    return wellFormed(contentType === JSON_TYPE ? JSON.parse(utf8.decode(data)) : packr.unpack(data));
   } catch (error) {
     throw new TurnloomError('invalid_payload', `malformed ${contentType === JSON_TYPE ? 'JSON' : 'msgpack'} payload: ${(error as Error).message}`);
   }

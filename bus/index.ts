@@ -6,3 +6,4 @@ export { subjects, idPattern, assertId, isInbox } from './subjects.ts';
 export type { Subjects } from './subjects.ts';
 export { encode, decode, contentTypeOf, MSGPACK, JSON_TYPE } from './codec.ts';
 export type { ContentType } from './codec.ts';
+export { wellFormed, wellFormedString } from './wellFormed.ts';

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { Receipt, ThreadHead, ThreadStore } from '../../adapters/threadStore.ts';
+import { wellFormed } from '../../bus/wellFormed.ts';
 import { type Command, type CommandResult, systemCommandId } from './commands.ts';
 import { decide } from './decide.ts';
 import type { StoredEvent } from './domainEvents.ts';
@@ -124,8 +125,10 @@ export class Engine {
    * Runs a command once. The same command id always gets the same answer:
    * the accepted sequence range, or the same rejection, and nothing new is written.
    */
-  submit(command: Command): Promise<CommandResult> {
+  submit(input: Command): Promise<CommandResult> {
     if (this.closed) return Promise.reject(new TurnloomError('unavailable', 'engine is closed'));
+    // Whatever the source (API, provider, tool), nothing with a lone surrogate is stored.
+    const command = wellFormed(input);
     const pending = this.inflight.get(command.commandId);
     if (pending) {
       // The same id in flight shares the run, but a different payload under it is still a conflict.

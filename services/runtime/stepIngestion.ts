@@ -1,3 +1,4 @@
+import { wellFormedString } from '../../bus/wellFormed.ts';
 import type { DomainEvent, Usage } from '../engine/domainEvents.ts';
 import type { ToolCall } from './providerAdapter.ts';
 import type { ProviderEvent, StopReason } from './providerEvents.ts';
@@ -49,6 +50,8 @@ export class StepIngestion {
   private readonly unclosed = new Set<string>();
   private pending: DomainEvent[] = [];
   private partCount = 0;
+  /** A high surrogate that ended a delta, held until its partner arrives in the next one. */
+  private readonly carry = new Map<string, string>();
 
   constructor(options: StepIngestionOptions) {
     this.options = { now: Date.now, flushMs: 50, maxBufferChars: 24_000, ...options };
@@ -68,6 +71,32 @@ export class StepIngestion {
     if (existing) existing.text += text;
     else this.buffers.set(partId, { partId, kind, text, since: this.options.now() });
     if (this.buffers.get(partId)!.text.length >= this.options.maxBufferChars) this.flushBuffer(partId);
+  }
+
+  /**
+   * One delta, live at once and buffered for the log. Its text is made whole
+   * first: a surrogate pair split across two deltas is joined (a provider
+   * slicing by UTF-16 units splits emoji), anything else unpaired becomes
+   * U+FFFD, so the live and the durable text agree and are well formed.
+   */
+  private delta(partId: string, live: LiveDelta['kind'], text: string): void {
+    let joined = (this.carry.get(partId) ?? '') + text;
+    this.carry.delete(partId);
+    const last = joined.charCodeAt(joined.length - 1);
+    if (last >= 0xd800 && last <= 0xdbff) {
+      this.carry.set(partId, joined.slice(-1));
+      joined = joined.slice(0, -1);
+    }
+    if (joined === '') return;
+    const { turnId, step } = this.options;
+    const whole = wellFormedString(joined);
+    this.options.live?.({ turnId, step, partId, kind: live, text: whole });
+    this.buffer(partId, live === 'toolInput' ? 'toolInput' : 'content', whole);
+  }
+
+  /** The part is closing: a high surrogate still waiting for its partner never gets one. */
+  private releaseCarry(partId: string, live: LiveDelta['kind']): void {
+    if (this.carry.delete(partId)) this.delta(partId, live, '\uFFFD');
   }
 
   private flushBuffer(partId: string): void {
@@ -91,7 +120,7 @@ export class StepIngestion {
   }
 
   accept(event: ProviderEvent): void {
-    const { turnId, step, live } = this.options;
+    const { turnId, step } = this.options;
     switch (event.type) {
       case 'turn.started':
         this.emit({ type: 'response.started', turnId, step, responseId: event.responseId, model: event.model });
@@ -105,12 +134,13 @@ export class StepIngestion {
       case 'text.delta': {
         const part = this.parts.get(`segment:${event.segmentId}`);
         const partId = part?.partId ?? this.partFor(`segment:${event.segmentId}`, 'text');
-        live?.({ turnId, step, partId, kind: part?.kind === 'reasoning' ? 'reasoning' : 'text', text: event.text });
-        this.buffer(partId, 'content', event.text);
+        this.delta(partId, part?.kind === 'reasoning' ? 'reasoning' : 'text', event.text);
         return;
       }
       case 'segment.completed': {
-        const partId = this.partFor(`segment:${event.segmentId}`, 'text');
+        const part = this.parts.get(`segment:${event.segmentId}`);
+        const partId = part?.partId ?? this.partFor(`segment:${event.segmentId}`, 'text');
+        this.releaseCarry(partId, part?.kind === 'reasoning' ? 'reasoning' : 'text');
         this.emit({ type: 'part.completed', turnId, partId, signature: event.signature });
         this.unclosed.delete(partId);
         return;
@@ -122,14 +152,12 @@ export class StepIngestion {
         this.unclosed.add(partId);
         return;
       }
-      case 'toolCall.inputDelta': {
-        const partId = this.partFor(`call:${event.callId}`, 'tool');
-        live?.({ turnId, step, partId, kind: 'toolInput', text: event.text });
-        this.buffer(partId, 'toolInput', event.text);
+      case 'toolCall.inputDelta':
+        this.delta(this.partFor(`call:${event.callId}`, 'tool'), 'toolInput', event.text);
         return;
-      }
       case 'toolCall.ready': {
         const partId = this.partFor(`call:${event.callId}`, 'tool');
+        this.releaseCarry(partId, 'toolInput');
         this.emit({ type: 'tool.inputReady', turnId, partId, toolCallId: event.callId, input: event.input });
         this.unclosed.delete(partId);
         if (!this.toolCalls.some((call) => call.callId === event.callId)) {
@@ -181,6 +209,7 @@ export class StepIngestion {
         const index = this.toolCalls.findIndex((call) => call.callId === callId);
         if (index >= 0) this.toolCalls.splice(index, 1);
       } else {
+        this.releaseCarry(partId, kind === 'reasoning' ? 'reasoning' : 'text');
         this.emit({ type: 'part.completed', turnId, partId, signature: null });
       }
     }
@@ -188,6 +217,7 @@ export class StepIngestion {
 
   /** Everything, buffered or not: at the end of the call. */
   drain(): DomainEvent[] {
+    for (const { partId, kind } of this.parts.values()) this.releaseCarry(partId, kind === 'tool' ? 'toolInput' : kind);
     this.flushAll();
     return this.take();
   }
