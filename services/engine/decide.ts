@@ -1,3 +1,4 @@
+import { idPattern } from '../../bus/subjects.ts';
 import type { Command } from './commands.ts';
 import type { DomainEvent } from './domainEvents.ts';
 import { IllegalTransition, TurnloomError } from '../errors.ts';
@@ -100,6 +101,9 @@ export function decide(command: Command, draft: ThreadDraft): number {
     case 'turn.record': {
       const foreign = command.events.find((event) => !workerMayRecord(event, command.turnId));
       if (foreign) throw new TurnloomError('invalid_payload', `turn.record for ${command.turnId} carries ${foreign.type}, which a worker may not record`, { event: foreign.type });
+      // Clients answer approvals by id, so an approval must have one they can send.
+      const unanswerable = command.events.find((event) => event.type === 'approval.requested' && !idPattern.test(event.approvalId));
+      if (unanswerable) throw new TurnloomError('invalid_payload', `approval id must match ${idPattern}`, { event: unanswerable.type });
       return command.events.filter((event) => !recordLeniently(draft, command.turnId, event)).length;
     }
     case 'turn.settle':

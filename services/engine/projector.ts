@@ -1,4 +1,5 @@
 import { approvalMachine, partMachine, sessionMachine, turnMachine } from '../../machines/index.ts';
+import { childId } from './derivedIds.ts';
 import { type DomainEvent, addUsage, zeroUsage } from './domainEvents.ts';
 import { advanceLifecycle, initialStateName } from './lifecycleState.ts';
 import { advanceCursor, emptyCursor } from './logInvariants.ts';
@@ -39,13 +40,13 @@ function newTurn(event: Extract<DomainEvent, { type: 'turn.requested' }>, at: nu
     provider: event.provider,
     messages: [
       {
-        id: `${event.turnId}:user`,
+        id: childId(event.turnId, 'user'),
         role: 'user',
         parts: [
-          { id: `${event.turnId}:input`, kind: 'text', state: 'completed', step: 0, text: event.input.text, signature: null, tool: null, error: null },
+          { id: childId(event.turnId, 'input'), kind: 'text', state: 'completed', step: 0, text: event.input.text, signature: null, tool: null, error: null },
         ],
       },
-      { id: `${event.turnId}:assistant`, role: 'assistant', parts: [] },
+      { id: childId(event.turnId, 'assistant'), role: 'assistant', parts: [] },
     ],
     approvals: [],
     steps: [],

@@ -1,4 +1,5 @@
 import { wellFormedString } from '../../bus/wellFormed.ts';
+import { childId } from '../engine/derivedIds.ts';
 import type { DomainEvent, Usage } from '../engine/domainEvents.ts';
 import type { ToolCall } from './providerAdapter.ts';
 import type { ProviderEvent, StopReason } from './providerEvents.ts';
@@ -61,7 +62,7 @@ export class StepIngestion {
   private partFor(key: string, kind: 'text' | 'reasoning' | 'tool'): string {
     const known = this.parts.get(key);
     if (known) return known.partId;
-    const partId = `${this.options.turnId}-s${this.options.step}-${++this.partCount}`;
+    const partId = childId(this.options.turnId, `s${this.options.step}-${++this.partCount}`);
     this.parts.set(key, { partId, kind });
     return partId;
   }

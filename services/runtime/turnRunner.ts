@@ -1,5 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { systemCommandId } from '../engine/commands.ts';
+import { childId } from '../engine/derivedIds.ts';
 import type { DomainEvent, ProviderChoice, StoredEvent } from '../engine/domainEvents.ts';
 import type { Engine } from '../engine/engine.ts';
 import { isOpenPart } from '../engine/threadView.ts';
@@ -344,7 +345,7 @@ export class TurnRunner {
     const partId = part.id;
     const executing: DomainEvent = { type: 'tool.executing', turnId, partId, toolCallId: call.callId };
     if (tools.needsApproval(call)) {
-      const approvalId = `${partId}-approval`;
+      const approvalId = childId(partId, 'approval');
       const { decided, cancel } = this.waitForDecision(threadId, turnId, approvalId, signal);
       try {
         await record([{ type: 'approval.requested', turnId, approvalId, partId, toolCallId: call.callId, toolName: call.name, input: call.input }]);
