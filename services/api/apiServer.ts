@@ -99,7 +99,7 @@ export class ApiServer {
       stats.processingNanos += Number(process.hrtime.bigint() - started);
       if ('error' in (body as object)) {
         stats.errors += 1;
-        stats.lastError = (body as { error: { message: string } }).error.message;
+        stats.lastError = (body as { error: { code: string } }).error.code;
       }
     }
     this.reply(message.reply, body, contentType);
