@@ -35,9 +35,18 @@ export class NatsBus implements Bus {
     this.watchStatus().catch((error: unknown) => console.error('turnloom bus: status watcher stopped', error));
   }
 
+  /**
+   * Reconnects forever once connected; the first connect is tried once and
+   * fails at once (nats.js does that unless `waitOnFirstConnect` is set).
+   */
   static async connect(options: ConnectionOptions): Promise<NatsBus> {
     const nc = await connect({ maxReconnectAttempts: -1, reconnectTimeWait: 250, ...options });
     return new NatsBus(nc);
+  }
+
+  /** The largest message the server accepts (its `max_payload`, from the INFO it sent on connect). */
+  get maxPayload(): number | undefined {
+    return this.nc.info?.max_payload;
   }
 
   private setState(state: BusStatus): void {
