@@ -2,7 +2,24 @@ import { type Database, type RootDatabase, open } from 'lmdb';
 import type { StoredEvent } from '../services/engine/domainEvents.ts';
 import { TurnloomError } from '../services/errors.ts';
 import { summarize, type ThreadSummary, type ThreadView, type TurnView } from '../services/engine/threadView.ts';
+import { prepareDataFolder } from './dataFolder.ts';
+import { type ProcessIdentity, currentProcess, isAlive } from './processIdentity.ts';
 import type { ActorSnapshotRecord, CommitBatch, Receipt, ThreadHead, ThreadStore } from './threadStore.ts';
+
+/** The folder is held by another live process: two writers would corrupt each other's threads. */
+export class DataFolderLocked extends TurnloomError {
+  readonly holder: ProcessIdentity;
+
+  constructor(path: string, holder: ProcessIdentity) {
+    super(
+      'conflict',
+      `data folder ${path} is in use by another turnloom process (pid ${holder.pid} on ${holder.host}, since ${new Date(holder.since).toISOString()}); stop it first or pass another --data folder`,
+      { path, holder },
+    );
+    this.name = 'DataFolderLocked';
+    this.holder = holder;
+  }
+}
 
 /**
  * The keyspace, one LMDB environment with a database per concern
@@ -18,6 +35,8 @@ import type { ActorSnapshotRecord, CommitBatch, Receipt, ThreadHead, ThreadStore
  * | `turns`     | [threadId, turnId]      | TurnView (read model row)      |
  * | `summaries` | threadId                | ThreadSummary (for listing)    |
  * | `openTurns` | threadId                | turnId (what repair looks at)  |
+ * | `receiptAges` | [at, commandId]       | 1 (receipts oldest first, for expiry) |
+ * | `meta`      | `owner`                 | ProcessIdentity (the folder lock) |
  */
 export class LmdbStore implements ThreadStore {
   private readonly env: RootDatabase;
@@ -29,8 +48,12 @@ export class LmdbStore implements ThreadStore {
   private readonly turns: Database<TurnView, [string, string]>;
   private readonly summaries: Database<ThreadSummary, string>;
   private readonly openTurnIndex: Database<string, string>;
+  private readonly receiptAges: Database<1, [number, string]>;
+  private readonly meta: Database<ProcessIdentity, string>;
+  private readonly owner: ProcessIdentity;
 
   private constructor(path: string) {
+    prepareDataFolder(path);
     this.env = open({ path, maxDbs: 16 });
     this.log = this.env.openDB({ name: 'log' });
     this.threadLog = this.env.openDB({ name: 'threadLog' });
@@ -40,9 +63,32 @@ export class LmdbStore implements ThreadStore {
     this.turns = this.env.openDB({ name: 'turns' });
     this.summaries = this.env.openDB({ name: 'summaries' });
     this.openTurnIndex = this.env.openDB({ name: 'openTurns' });
+    this.receiptAges = this.env.openDB({ name: 'receiptAges' });
+    this.meta = this.env.openDB({ name: 'meta' });
+    this.owner = currentProcess();
+    try {
+      this.lock(path);
+    } catch (error) {
+      void this.env.close();
+      throw error;
+    }
   }
 
-  /** Opens (creating if needed) the store in a directory. */
+  /**
+   * Takes the folder for this process, or throws `DataFolderLocked`. The
+   * check and the claim are one LMDB write transaction, which LMDB
+   * serialises across processes, so two engines starting together cannot
+   * both win; a holder that died (kill -9) is recognised and replaced.
+   */
+  private lock(path: string): void {
+    this.env.transactionSync(() => {
+      const holder = this.meta.get('owner');
+      if (holder && isAlive(holder)) throw new DataFolderLocked(path, holder);
+      this.meta.putSync('owner', this.owner);
+    });
+  }
+
+  /** Opens (creating if needed) the store in a directory this process then holds until `close`. */
   static open(path: string): LmdbStore {
     return new LmdbStore(path);
   }
@@ -107,21 +153,47 @@ export class LmdbStore implements ThreadStore {
       if (batch.head.openTurnId) this.openTurnIndex.put(batch.threadId, batch.head.openTurnId);
       else this.openTurnIndex.remove(batch.threadId);
       if (batch.snapshot) this.snapshots.put(batch.threadId, batch.snapshot);
-      this.receipts.put(batch.commandId, batch.receipt);
+      this.putReceipt(batch.receipt);
       return events;
     });
     await this.env.flushed;
     return stored;
   }
 
+  private putReceipt(receipt: Receipt): void {
+    this.receipts.put(receipt.commandId, receipt);
+    this.receiptAges.put([receipt.at, receipt.commandId], 1);
+  }
+
   async commitRejection(receipt: Extract<Receipt, { outcome: 'rejected' }>): Promise<void> {
     await this.env.childTransaction(() => {
-      if (!this.receipts.get(receipt.commandId)) this.receipts.put(receipt.commandId, receipt);
+      if (!this.receipts.get(receipt.commandId)) this.putReceipt(receipt);
     });
     await this.env.flushed;
   }
 
+  async expireReceipts(olderThan: number, keepAtMost: number, batchSize: number): Promise<number> {
+    return this.env.transaction(() => {
+      let excess = (this.receiptAges.getStats() as { entryCount: number }).entryCount - keepAtMost;
+      const doomed: Array<[number, string]> = [];
+      for (const key of this.receiptAges.getKeys({ limit: batchSize })) {
+        if (key[0] >= olderThan && excess <= 0) break;
+        doomed.push(key);
+        excess -= 1;
+      }
+      for (const key of doomed) {
+        this.receiptAges.remove(key);
+        this.receipts.remove(key[1]);
+      }
+      return doomed.length;
+    });
+  }
+
   async close(): Promise<void> {
+    await this.env.transaction(() => {
+      const holder = this.meta.get('owner');
+      if (holder && holder.pid === this.owner.pid && holder.since === this.owner.since) this.meta.remove('owner');
+    });
     await this.env.close();
   }
 }

@@ -9,12 +9,14 @@ export type Receipt =
       commandId: string;
       fingerprint: string;
       threadId: string;
+      /** When it was written, epoch milliseconds: receipts expire by age and count. */
+      at: number;
       outcome: 'accepted';
       fromThreadSeq: number;
       toThreadSeq: number;
       diagnostics: number;
     }
-  | { commandId: string; fingerprint: string; threadId: string; outcome: 'rejected'; error: ErrorBody };
+  | { commandId: string; fingerprint: string; threadId: string; at: number; outcome: 'rejected'; error: ErrorBody };
 
 /** The thread row of the read model: the view without its turns, which are rows of their own. */
 export type ThreadHead = Omit<ThreadView, 'turns'>;
@@ -59,5 +61,10 @@ export interface ThreadStore {
   commit(batch: CommitBatch): Promise<StoredEvent[]>;
   /** Writes only a rejected receipt (nothing else changes). */
   commitRejection(receipt: Extract<Receipt, { outcome: 'rejected' }>): Promise<void>;
+  /**
+   * Forgets receipts written before `olderThan`, and the oldest past
+   * `keepAtMost`, at most `batchSize` of them per call; resolves with how many.
+   */
+  expireReceipts(olderThan: number, keepAtMost: number, batchSize: number): Promise<number>;
   close(): Promise<void>;
 }

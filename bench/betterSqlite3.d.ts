@@ -2,7 +2,7 @@
 // outside the main install, so the main typecheck cannot see its own types.
 declare module 'better-sqlite3' {
   interface Statement {
-    run(...params: unknown[]): unknown;
+    run(...params: unknown[]): { changes: number };
     get(...params: unknown[]): Record<string, unknown> | undefined;
     all(...params: unknown[]): Array<Record<string, unknown>>;
   }

@@ -23,7 +23,8 @@ export class SqliteStore implements ThreadStore {
     this.db.exec(`
       create table if not exists log (seq integer primary key, thread_id text, thread_seq integer, data blob);
       create unique index if not exists log_thread on log (thread_id, thread_seq);
-      create table if not exists receipts (command_id text primary key, data blob);
+      create table if not exists receipts (command_id text primary key, at integer, data blob);
+      create index if not exists receipts_at on receipts (at);
       create table if not exists snapshots (thread_id text primary key, data blob);
       create table if not exists threads (thread_id text primary key, data blob);
       create table if not exists turns (thread_id text, turn_id text, data blob, primary key (thread_id, turn_id));
@@ -40,7 +41,7 @@ export class SqliteStore implements ThreadStore {
     const putOpenTurn = this.db.prepare('insert or replace into open_turns (thread_id, turn_id) values (?, ?)');
     const dropOpenTurn = this.db.prepare('delete from open_turns where thread_id = ?');
     const putSnapshot = this.db.prepare('insert or replace into snapshots (thread_id, data) values (?, ?)');
-    const putReceipt = this.db.prepare('insert into receipts (command_id, data) values (?, ?)');
+    const putReceipt = this.db.prepare('insert into receipts (command_id, at, data) values (?, ?, ?)');
     this.write = this.db.transaction((batch: CommitBatch) => {
       const current = decode<ThreadHead>(head.get(batch.threadId))?.seq ?? 0;
       if (current !== batch.expectedThreadSeq) throw new TurnloomError('conflict', `thread ${batch.threadId} moved on`);
@@ -58,7 +59,7 @@ export class SqliteStore implements ThreadStore {
       if (batch.head.openTurnId) putOpenTurn.run(batch.threadId, batch.head.openTurnId);
       else dropOpenTurn.run(batch.threadId);
       if (batch.snapshot) putSnapshot.run(batch.threadId, pack(batch.snapshot));
-      putReceipt.run(batch.commandId, pack(batch.receipt));
+      putReceipt.run(batch.commandId, batch.receipt.at, pack(batch.receipt));
       return events;
     });
   }
@@ -110,7 +111,15 @@ export class SqliteStore implements ThreadStore {
   }
 
   async commitRejection(receipt: Extract<Receipt, { outcome: 'rejected' }>): Promise<void> {
-    this.db.prepare('insert or ignore into receipts (command_id, data) values (?, ?)').run(receipt.commandId, pack(receipt));
+    this.db.prepare('insert or ignore into receipts (command_id, at, data) values (?, ?, ?)').run(receipt.commandId, receipt.at, pack(receipt));
+  }
+
+  async expireReceipts(olderThan: number, keepAtMost: number, batchSize: number): Promise<number> {
+    const count = Number(this.db.prepare('select count(*) as n from receipts').get()?.n ?? 0);
+    const excess = Math.max(0, count - keepAtMost);
+    return this.db
+      .prepare('delete from receipts where command_id in (select command_id from receipts where at < ? or rowid in (select rowid from receipts order by at limit ?) order by at limit ?)')
+      .run(olderThan, excess, batchSize).changes;
   }
 
   async close(): Promise<void> {

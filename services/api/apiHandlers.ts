@@ -1,6 +1,6 @@
 import { createHash, randomUUID } from 'node:crypto';
 import type { ProviderChoice } from '../engine/domainEvents.ts';
-import type { Engine } from '../engine/engine.ts';
+import type { Engine, SubmitOptions } from '../engine/engine.ts';
 import { TurnloomError } from '../errors.ts';
 import { type ApiResults, MAX_CATCH_UP, type PendingApproval } from './apiResults.ts';
 import type { ApiMethod, ApiParams } from './apiSchemas.ts';
@@ -26,6 +26,8 @@ interface Handler<M extends ApiMethod> {
 /** Ids a client left out are derived from the command id, so a retry names the same thread or turn. */
 const derivedId = (kind: string, commandId: string) => `${kind}_${createHash('sha256').update(commandId).digest('hex').slice(0, 24)}`;
 const commandIdOf = (params: { commandId?: string | undefined }) => params.commandId ?? randomUUID();
+/** Only a command id the client chose can come back in a retry, so only its rejection is kept. */
+const idOrigin = (params: { commandId?: string | undefined }): SubmitOptions => ({ clientCommandId: params.commandId !== undefined });
 
 export const apiHandlers: { [M in ApiMethod]: Handler<M> } = {
   'thread.create': {
@@ -33,16 +35,16 @@ export const apiHandlers: { [M in ApiMethod]: Handler<M> } = {
     handle: ({ engine }, params) => {
       const commandId = commandIdOf(params);
       const threadId = params.threadId ?? derivedId('thr', commandId);
-      return engine.submit({ type: 'thread.create', commandId, threadId, title: params.title, workspace: params.workspace });
+      return engine.submit({ type: 'thread.create', commandId, threadId, title: params.title, workspace: params.workspace }, idOrigin(params));
     },
   },
   'thread.rename': {
     scope: 'operate',
-    handle: ({ engine }, params) => engine.submit({ type: 'thread.rename', commandId: commandIdOf(params), threadId: params.threadId, title: params.title }),
+    handle: ({ engine }, params) => engine.submit({ type: 'thread.rename', commandId: commandIdOf(params), threadId: params.threadId, title: params.title }, idOrigin(params)),
   },
   'thread.archive': {
     scope: 'admin',
-    handle: ({ engine }, params) => engine.submit({ type: 'thread.archive', commandId: commandIdOf(params), threadId: params.threadId }),
+    handle: ({ engine }, params) => engine.submit({ type: 'thread.archive', commandId: commandIdOf(params), threadId: params.threadId }, idOrigin(params)),
   },
   'thread.list': {
     scope: 'read',
@@ -88,14 +90,17 @@ export const apiHandlers: { [M in ApiMethod]: Handler<M> } = {
         turnId,
         input: params.input,
         provider: params.provider ?? defaultProvider,
-      });
+      }, idOrigin(params));
       return { ...result, turnId };
     },
   },
   'turn.interrupt': {
     scope: 'operate',
     handle: ({ engine }, params) =>
-      engine.submit({ type: 'turn.interrupt', commandId: commandIdOf(params), threadId: params.threadId, turnId: params.turnId ?? null, reason: params.reason }),
+      engine.submit(
+        { type: 'turn.interrupt', commandId: commandIdOf(params), threadId: params.threadId, turnId: params.turnId ?? null, reason: params.reason },
+        idOrigin(params),
+      ),
   },
   'approval.respond': {
     scope: 'approve',
@@ -109,7 +114,7 @@ export const apiHandlers: { [M in ApiMethod]: Handler<M> } = {
         decision: params.decision,
         by: principal.name,
         note: params.note,
-      }),
+      }, idOrigin(params)),
   },
   'approval.list': {
     scope: 'read',
@@ -145,7 +150,7 @@ export const apiHandlers: { [M in ApiMethod]: Handler<M> } = {
   },
   'session.stop': {
     scope: 'operate',
-    handle: ({ engine }, params) => engine.submit({ type: 'session.stop', commandId: commandIdOf(params), threadId: params.threadId, reason: params.reason }),
+    handle: ({ engine }, params) => engine.submit({ type: 'session.stop', commandId: commandIdOf(params), threadId: params.threadId, reason: params.reason }, idOrigin(params)),
   },
   health: {
     scope: null,

@@ -25,6 +25,21 @@ export interface EngineOptions {
   hasLiveWorker?: (threadId: string, turnId: string) => boolean | Promise<boolean>;
   /** Sees every lifecycle actor snapshot as it changes (the live chart view). */
   inspect?: InspectListener;
+  /**
+   * Receipts (what makes a retried command id safe) are forgotten after
+   * `ttlMs` (default 24 h), and past `maxCount` (default 100,000) the oldest
+   * go first. A retry after that is a new command.
+   */
+  receipts?: { ttlMs?: number; maxCount?: number };
+}
+
+export interface SubmitOptions {
+  /**
+   * The client chose this command id and may retry with it, so a rejection
+   * is worth keeping as its answer. Ids the server made up are never sent
+   * again: their rejections are not stored.
+   */
+  clientCommandId?: boolean;
 }
 
 export type CommittedListener = (events: readonly StoredEvent[]) => void;
@@ -66,6 +81,9 @@ export class Engine {
   private readonly idleMs: number;
   private readonly maxLoaded: number;
   private readonly snapshotEvery: number;
+  private readonly receiptTtlMs: number;
+  private readonly maxReceipts: number;
+  private expiring = false;
   private readonly inspect: InspectListener | undefined;
   private readonly loaded = new Map<string, LoadedThread>();
   private readonly locks = new Map<string, Promise<void>>();
@@ -82,6 +100,8 @@ export class Engine {
     this.idleMs = options.idleMs ?? 60_000;
     this.maxLoaded = options.maxLoadedThreads ?? 1_000;
     this.snapshotEvery = options.snapshotEvery ?? 100;
+    this.receiptTtlMs = options.receipts?.ttlMs ?? 24 * 60 * 60 * 1_000;
+    this.maxReceipts = options.receipts?.maxCount ?? 100_000;
     this.inspect = options.inspect;
   }
 
@@ -89,7 +109,10 @@ export class Engine {
   static async open(options: EngineOptions): Promise<Engine> {
     const engine = new Engine(options);
     await engine.repairOpenTurns(options.hasLiveWorker ?? (() => false));
-    engine.sweeper = setInterval(() => engine.passivateIdle(), Math.max(1_000, engine.idleMs / 2));
+    engine.sweeper = setInterval(() => {
+      engine.passivateIdle();
+      void engine.expireReceipts();
+    }, Math.max(1_000, engine.idleMs / 2));
     engine.sweeper.unref();
     return engine;
   }
@@ -115,6 +138,20 @@ export class Engine {
     }
   }
 
+  /** Forgets receipts past their age or count, a batch at a time; resolves with how many went. */
+  async expireReceipts(): Promise<number> {
+    if (this.expiring || this.closed) return 0;
+    this.expiring = true;
+    try {
+      return await this.store.expireReceipts(this.now() - this.receiptTtlMs, this.maxReceipts, 10_000);
+    } catch (error) {
+      console.error('turnloom: could not expire receipts', error);
+      return 0;
+    } finally {
+      this.expiring = false;
+    }
+  }
+
   /** Committed events, in commit order per thread, after they are durable. */
   onCommitted(listener: CommittedListener): () => void {
     this.listeners.add(listener);
@@ -125,7 +162,7 @@ export class Engine {
    * Runs a command once. The same command id always gets the same answer:
    * the accepted sequence range, or the same rejection, and nothing new is written.
    */
-  submit(input: Command): Promise<CommandResult> {
+  submit(input: Command, options: SubmitOptions = {}): Promise<CommandResult> {
     if (this.closed) return Promise.reject(new TurnloomError('unavailable', 'engine is closed'));
     // Whatever the source (API, provider, tool), nothing with a lone surrogate is stored.
     const command = wellFormed(input);
@@ -142,7 +179,7 @@ export class Engine {
         (error: unknown) => stored() ?? Promise.reject(error),
       );
     }
-    const run = this.withThreadLock(command.threadId, () => this.process(command));
+    const run = this.withThreadLock(command.threadId, () => this.process(command, options.clientCommandId ?? false));
     this.inflight.set(command.commandId, run);
     const forget = () => this.inflight.delete(command.commandId);
     run.then(forget, forget);
@@ -172,14 +209,14 @@ export class Engine {
     if (this.locks.get(threadId) === tail) this.locks.delete(threadId);
   }
 
-  private async process(command: Command): Promise<CommandResult> {
+  private async process(command: Command, clientCommandId: boolean): Promise<CommandResult> {
     const fingerprint = fingerprintOf(command);
     const receipt = this.store.readReceipt(command.commandId);
     if (receipt) return answer(receipt, fingerprint);
 
     const reject = async (error: TurnloomError): Promise<never> => {
-      if (storedRejections.has(error.code)) {
-        await this.store.commitRejection({ commandId: command.commandId, fingerprint, threadId: command.threadId, outcome: 'rejected', error: error.toJSON() });
+      if (clientCommandId && storedRejections.has(error.code)) {
+        await this.store.commitRejection({ commandId: command.commandId, fingerprint, threadId: command.threadId, at: this.now(), outcome: 'rejected', error: error.toJSON() });
       }
       throw error;
     };
@@ -224,6 +261,7 @@ export class Engine {
         commandId: command.commandId,
         fingerprint,
         threadId: command.threadId,
+        at,
         outcome: 'accepted',
         fromThreadSeq: draft.base.seq + 1,
         toThreadSeq: view.seq,

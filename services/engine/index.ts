@@ -1,5 +1,5 @@
 export { Engine } from './engine.ts';
-export type { EngineOptions, CommittedListener } from './engine.ts';
+export type { EngineOptions, CommittedListener, SubmitOptions } from './engine.ts';
 export type { Command, ClientCommand, SystemCommand, CommandType, CommandResult } from './commands.ts';
 export { SYSTEM_COMMAND_PREFIX, systemCommandId } from './commands.ts';
 export type { DomainEvent, DomainEventType, DomainEventOf, StoredEvent, Usage, ProviderChoice, ToolOutcome } from './domainEvents.ts';

@@ -19,7 +19,7 @@ function batchFor(threadId: string, commandId: string, events: DomainEvent[], ex
     head,
     turns: Object.values(turns),
     snapshot: null,
-    receipt: { commandId, fingerprint: 'f', threadId, outcome: 'accepted', fromThreadSeq: expectedThreadSeq + 1, toThreadSeq: expectedThreadSeq + events.length, diagnostics: 0 },
+    receipt: { commandId, fingerprint: 'f', threadId, at: 1, outcome: 'accepted', fromThreadSeq: expectedThreadSeq + 1, toThreadSeq: expectedThreadSeq + events.length, diagnostics: 0 },
   };
 }
 
@@ -82,7 +82,7 @@ describe('LMDB store', () => {
   });
 
   it('stores a rejection as a receipt and nothing else', async () => {
-    await store.commitRejection({ commandId: 'r1', fingerprint: 'f', threadId: 'a', outcome: 'rejected', error: { code: 'conflict', message: 'no', details: {} } });
+    await store.commitRejection({ commandId: 'r1', fingerprint: 'f', threadId: 'a', at: 1, outcome: 'rejected', error: { code: 'conflict', message: 'no', details: {} } });
     expect(store.readReceipt('r1')).toMatchObject({ outcome: 'rejected' });
     expect(store.lastSeq()).toBe(0);
     expect(store.listThreads()).toEqual([]);

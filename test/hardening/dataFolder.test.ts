@@ -1,0 +1,59 @@
+import { spawn } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { DataFolderLocked, LmdbStore } from '../../adapters/lmdbStore.ts';
+import { spawnEngineChild } from '../support/spawnChild.ts';
+import { tempDir } from '../support/tempDir.ts';
+
+const storeModule = new URL('../../adapters/lmdbStore.ts', import.meta.url).href;
+
+/** Opens the folder in another process and reports what happened, as JSON. */
+function openElsewhere(path: string): Promise<{ ok: boolean; name?: string; message?: string; pid?: number }> {
+  const code = `
+    const { LmdbStore } = await import(${JSON.stringify(storeModule)});
+    try { const store = LmdbStore.open(${JSON.stringify(path)}); await store.close(); console.log(JSON.stringify({ ok: true })); }
+    catch (error) { console.log(JSON.stringify({ ok: false, name: error.name, message: error.message, pid: error.holder?.pid })); }`;
+  const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', code], { stdio: ['ignore', 'pipe', 'inherit'] });
+  let output = '';
+  child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  return new Promise((resolve) => child.once('exit', () => resolve(JSON.parse(output.trim()))));
+}
+
+describe('the data folder', () => {
+  let dir: ReturnType<typeof tempDir>;
+  afterEach(() => dir.remove());
+
+  it('is held by one process: a second one is refused with the folder and the holder’s pid', async () => {
+    dir = tempDir('turnloom-lock-');
+    const store = LmdbStore.open(dir.path);
+    const refused = await openElsewhere(dir.path);
+    expect(refused).toMatchObject({ ok: false, name: 'DataFolderLocked', pid: process.pid });
+    expect(refused.message).toContain(dir.path);
+    expect(refused.message).toContain(`pid ${process.pid}`);
+    // Nor may this process open it twice.
+    expect(() => LmdbStore.open(dir.path)).toThrow(DataFolderLocked);
+    await store.close();
+    expect(await openElsewhere(dir.path)).toEqual({ ok: true });
+  });
+
+  it('is taken over from a holder killed with SIGKILL', async () => {
+    dir = tempDir('turnloom-lock-');
+    const child = spawnEngineChild(['repair-scenario', dir.path]);
+    await child.ready;
+    expect(await openElsewhere(dir.path)).toMatchObject({ ok: false, pid: child.process.pid });
+    await child.kill();
+    const store = LmdbStore.open(dir.path);
+    expect(store.openTurns()).toHaveLength(2);
+    await store.close();
+  });
+
+  it('must be a writable folder: a file or a place that cannot be created is one clear error', () => {
+    dir = tempDir('turnloom-lock-');
+    const file = join(dir.path, 'a-file');
+    writeFileSync(file, 'not a folder');
+    expect(() => LmdbStore.open(file)).toThrow(/cannot use .*a-file as the data folder: it is a file, not a folder/);
+    expect(() => LmdbStore.open(join(file, 'below'))).toThrow(/cannot use .* as the data folder: a parent of it is a file/);
+    expect(() => LmdbStore.open('/proc/nope')).toThrow(/cannot use \/proc\/nope as the data folder/);
+  });
+});
