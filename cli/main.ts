@@ -1,10 +1,10 @@
 import { fileURLToPath } from 'node:url';
-import { parseArgs } from 'node:util';
-import { ZodError } from 'zod';
-import { TurnloomError } from '../services/errors.ts';
+import { inspect } from 'node:util';
 import { runCharts } from './chartsCommand.ts';
+import { UsageError, oneLine, parseOptions, userFacingMessage } from './cliErrors.ts';
 import { demoCommand, demoUsage } from './demoCommand.ts';
 import { replayCommand, replayUsage } from './replayCommand.ts';
+import { installRedactingConsole, redact } from './redact.ts';
 import { serveCommand, serveUsage } from './serveCommand.ts';
 
 /** The package root: charts belong to the package, wherever the command runs from. */
@@ -29,7 +29,11 @@ async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
   switch (command) {
     case 'charts': {
-      const { values } = parseArgs({ args: rest, options: { check: { type: 'boolean', default: false } } });
+      const { values } = parseOptions('charts', { args: rest, options: { help: { type: 'boolean', short: 'h', default: false }, check: { type: 'boolean', default: false } } });
+      if (values.help) {
+        console.log(usage);
+        return 0;
+      }
       const stale = await runCharts(packageRoot, values.check ?? false);
       for (const path of stale) console.log(`${values.check ? 'stale' : 'wrote'} ${path}`);
       if (values.check && stale.length > 0) {
@@ -48,19 +52,26 @@ async function main(argv: string[]): Promise<number> {
     case undefined:
     case 'help':
     case '--help':
+    case '-h':
       console.log(usage);
       return 0;
     default:
-      console.error(`unknown command "${command}"\n\n${usage}`);
-      return 2;
+      throw new UsageError(`unknown command "${command}"; the commands are demo, serve, replay and charts (turnloom --help)`);
   }
 }
 
+// Whatever any layer prints goes through the secret filter first, a crash included.
+installRedactingConsole();
+process.on('uncaughtException', (error) => {
+  console.error(redact(inspect(error)));
+  process.exit(1);
+});
 try {
   process.exitCode = await main(process.argv.slice(2));
 } catch (error) {
-  // A typed error is the user's to read, not a stack trace; anything else is ours.
-  if (error instanceof TurnloomError || error instanceof ZodError) console.error(`turnloom: ${error.message}`);
-  else console.error(error);
-  process.exitCode = 1;
+  // What a user can cause is one line to read, never a stack trace; anything else is our bug and keeps its stack.
+  const message = userFacingMessage(error);
+  if (message !== undefined) console.error(`turnloom: ${oneLine(redact(message))}`);
+  else console.error(redact(inspect(error)));
+  process.exitCode = error instanceof UsageError ? 2 : 1;
 }

@@ -1,10 +1,11 @@
-import { readFileSync } from 'node:fs';
 import { AnthropicProvider } from '../adapters/providers/anthropicProvider.ts';
 import { OpenAiChatProvider } from '../adapters/providers/openaiChatProvider.ts';
 import { OpenAiResponsesProvider } from '../adapters/providers/openaiResponsesProvider.ts';
 import { ScriptedProvider, scriptSchema } from '../adapters/providers/scriptedProvider.ts';
 import type { ProviderChoice } from '../services/engine/domainEvents.ts';
 import type { ProviderAdapter } from '../services/runtime/providerAdapter.ts';
+import { UsageError, readJsonFile } from './cliErrors.ts';
+import { registerSecret } from './redact.ts';
 
 export interface ProviderSetup {
   providers: Record<string, ProviderAdapter>;
@@ -22,7 +23,13 @@ export interface ProviderSetup {
  * else scripted; `TURNLOOM_MODEL` picks its model.
  */
 export function providersFromEnvironment(env: NodeJS.ProcessEnv, scriptPath?: string): ProviderSetup {
-  const script = scriptPath ? scriptSchema.parse(JSON.parse(readFileSync(scriptPath, 'utf8'))) : undefined;
+  const script = scriptPath ? readJsonFile('--script', scriptPath, scriptSchema, { expected: 'a script for the scripted provider (see docs/providers.md)' }) : undefined;
+  registerSecret(env.ANTHROPIC_API_KEY);
+  registerSecret(env.OPENAI_API_KEY);
+  const thinking = env.TURNLOOM_ANTHROPIC_THINKING;
+  if (thinking && !(Number.isSafeInteger(Number(thinking)) && Number(thinking) > 0)) {
+    throw new UsageError(`TURNLOOM_ANTHROPIC_THINKING must be a whole number of tokens, not "${thinking}"`);
+  }
   const providers: Record<string, ProviderAdapter> = { scripted: new ScriptedProvider(script) };
   const models: Record<string, string> = {};
   if (env.ANTHROPIC_API_KEY) {
@@ -42,7 +49,7 @@ export function providersFromEnvironment(env: NodeJS.ProcessEnv, scriptPath?: st
     providers['openai-responses'] = new OpenAiResponsesProvider(options);
   }
   const name = env.TURNLOOM_PROVIDER ?? Object.keys(providers).find((candidate) => candidate !== 'scripted') ?? 'scripted';
-  if (!providers[name]) throw new Error(`TURNLOOM_PROVIDER=${name}, but that provider is not configured (set its API key)`);
+  if (!providers[name]) throw new UsageError(`TURNLOOM_PROVIDER=${name}, but that provider is not configured (set its API key; configured: ${Object.keys(providers).join(', ')})`);
   const defaultProvider: ProviderChoice = { name, model: env.TURNLOOM_MODEL ?? models[name] ?? null };
   return {
     providers,

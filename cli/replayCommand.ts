@@ -1,5 +1,3 @@
-import { readFileSync } from 'node:fs';
-import { parseArgs } from 'node:util';
 import { AnthropicProvider } from '../adapters/providers/anthropicProvider.ts';
 import { OpenAiChatProvider } from '../adapters/providers/openaiChatProvider.ts';
 import { OpenAiResponsesProvider } from '../adapters/providers/openaiResponsesProvider.ts';
@@ -9,6 +7,7 @@ import { InProcessHub } from '../bus/index.ts';
 import type { ThreadView } from '../services/engine/threadView.ts';
 import type { ProviderAdapter, ToolExecutor } from '../services/runtime/providerAdapter.ts';
 import { startTurnloomServer } from '../services/turnloomServer.ts';
+import { UsageError, parseOptions, readUserFile } from './cliErrors.ts';
 import { tempFolder } from './tempFolder.ts';
 
 export const replayUsage = `turnloom replay <file.chunks.txt> --provider anthropic|openai-chat|openai-responses [--json]
@@ -43,21 +42,64 @@ export interface ReplayResult {
   events: number;
 }
 
+const isWireProtocol = (name: string | undefined): name is WireProtocol => name !== undefined && Object.hasOwn(adapters, name);
+
+/** What every chunk of a recording looks like, per wire protocol. */
+const chunkShape: Record<WireProtocol, { test: (chunk: Record<string, unknown>) => boolean; expected: string }> = {
+  anthropic: { test: (chunk) => typeof chunk.type === 'string', expected: 'an object with a "type" (Anthropic stream events)' },
+  'openai-responses': { test: (chunk) => typeof chunk.type === 'string', expected: 'an object with a "type" (Responses API stream events)' },
+  'openai-chat': { test: (chunk) => Array.isArray(chunk.choices), expected: 'an object with "choices" (chat.completion.chunk)' },
+};
+
+/**
+ * The chunks of a recording, or one `UsageError` line saying why the file is
+ * not a recording for this protocol: one JSON chunk per line, each shaped like
+ * that protocol's stream events.
+ */
+export function readRecording(file: string, protocol: WireProtocol): string[] {
+  const text = readUserFile('replay', file);
+  const notRecording = (why: string) =>
+    new UsageError(`replay ${file}: not a recorded ${protocol} stream: ${why} (a recording is one JSON chunk per line; see docs/providers.md)`);
+  let chunks: string[];
+  try {
+    chunks = parseChunks(text);
+  } catch (error) {
+    throw notRecording((error as Error).message);
+  }
+  if (chunks.length === 0) throw notRecording('the file is empty');
+  const shape = chunkShape[protocol];
+  for (const [index, chunk] of chunks.entries()) {
+    const value = JSON.parse(chunk) as unknown;
+    if (typeof value !== 'object' || value === null || Array.isArray(value) || !shape.test(value as Record<string, unknown>)) {
+      throw notRecording(`chunk ${index + 1} is not ${shape.expected}`);
+    }
+  }
+  return chunks;
+}
+
 /** Replays one recorded stream and reads the resulting turn back from the engine. */
 export async function replayRecording(file: string, protocol: WireProtocol): Promise<ReplayResult> {
-  const responses = splitResponses(protocol, parseChunks(readFileSync(file, 'utf8')));
+  const responses = splitResponses(protocol, readRecording(file, protocol));
   const http = await serveRecordedStream(
     protocol,
     responses.map((chunks) => ({ kind: 'stream', chunks })),
   );
   const folder = tempFolder('turnloom-replay-');
-  const server = await startTurnloomServer({
-    bus: new InProcessHub().connect(),
-    store: LmdbStore.open(folder.path),
-    providers: { [protocol]: adapters[protocol](http.baseURL) },
-    // A recording is what it is: each response played once, and the turn ends with the last one.
-    runner: { runTools: (step) => step < responses.length, retry: { maxAttempts: 1, baseDelayMs: 0, maxDelayMs: 0, jitter: 0 }, idleTimeoutMs: 10_000 },
-  });
+  let server: Awaited<ReturnType<typeof startTurnloomServer>>;
+  try {
+    server = await startTurnloomServer({
+      bus: new InProcessHub().connect(),
+      store: LmdbStore.open(folder.path),
+      providers: { [protocol]: adapters[protocol](http.baseURL) },
+      // A recording is what it is: each response played once, and the turn ends with the last one.
+      runner: { runTools: (step) => step < responses.length, retry: { maxAttempts: 1, baseDelayMs: 0, maxDelayMs: 0, jitter: 0 }, idleTimeoutMs: 10_000 },
+    });
+  } catch (error) {
+    // The recorded-stream server would keep the process alive.
+    await http.close();
+    folder.remove();
+    throw error;
+  }
   try {
     const { engine } = server;
     await engine.submit({ type: 'thread.create', commandId: 'replay-thread', threadId: 'replay', title: file, workspace: null });
@@ -93,13 +135,22 @@ export async function replayRecording(file: string, protocol: WireProtocol): Pro
 }
 
 export async function replayCommand(args: string[]): Promise<number> {
-  const { values, positionals } = parseArgs({ args, allowPositionals: true, options: { provider: { type: 'string' }, json: { type: 'boolean', default: false } } });
-  const file = positionals[0];
-  const protocol = values.provider as WireProtocol | undefined;
-  if (!file || !protocol || !(protocol in adapters)) {
-    console.error(replayUsage);
-    return 2;
+  const { values, positionals } = parseOptions('replay', {
+    args,
+    allowPositionals: true,
+    options: { help: { type: 'boolean', short: 'h', default: false }, provider: { type: 'string' }, json: { type: 'boolean', default: false } },
+  });
+  if (values.help) {
+    console.log(replayUsage);
+    return 0;
   }
+  const protocols = Object.keys(adapters).join('|');
+  const [file, ...extra] = positionals;
+  if (!file) throw new UsageError(`replay: which recording? turnloom replay FILE --provider ${protocols}`);
+  if (extra.length > 0) throw new UsageError(`replay: one recording at a time, not ${positionals.length}; see turnloom replay --help`);
+  const protocol = values.provider;
+  if (protocol === undefined) throw new UsageError(`replay: --provider ${protocols} is required`);
+  if (!isWireProtocol(protocol)) throw new UsageError(`replay: unknown provider "${protocol}"; use --provider ${protocols}`);
   const result = await replayRecording(file, protocol);
   if (values.json) {
     console.log(JSON.stringify(result, null, 2));

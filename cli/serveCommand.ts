@@ -1,30 +1,85 @@
-import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { parseArgs } from 'node:util';
-import { LmdbStore } from '../adapters/lmdbStore.ts';
-import { type Bus, InProcessHub, NatsBus } from '../bus/index.ts';
-import { authConfigSchema } from '../services/api/index.ts';
-import { VERSION, startTurnloomServer } from '../services/turnloomServer.ts';
+import { type Bus, InProcessHub, NatsBus, subjects } from '../bus/index.ts';
+import { type AuthConfig, authConfigSchema } from '../services/api/index.ts';
+import { TurnloomError } from '../services/errors.ts';
+import { type TurnloomServer, VERSION, startTurnloomServer } from '../services/turnloomServer.ts';
+import { UsageError, integerOption, parseOptions, positiveOption, readJsonFile } from './cliErrors.ts';
+import { type NatsSettings, connectNats, natsSettings } from './natsOptions.ts';
+import { openStore } from './openStore.ts';
 import { providersFromEnvironment } from './providerRegistry.ts';
+import { registerSecret } from './redact.ts';
+
+/** The API keeps 4096 bytes of each message for headers, so a payload limit below this leaves no room for `health`. */
+export const MIN_MAX_PAYLOAD = 8_192;
+const DEFAULT_MAX_PAYLOAD = 1024 * 1024;
 
 export const serveUsage = `turnloom serve [options]
   --nats URL          serve on this NATS server (default: the in-process bus, reachable only from this process)
-  --nats-user USER    NATS user name (with --nats-pass), or --nats-token TOKEN
+  --nats-user USER    NATS user name (or TURNLOOM_NATS_USER); its password comes from TURNLOOM_NATS_PASS, a token
+                      from TURNLOOM_NATS_TOKEN, never from the command line, where ps shows it
+  --nats-creds FILE   NATS credentials file (user JWT and NKEY seed, as nsc writes it)
   --data DIR          LMDB data folder (default .turnloom/data)
   --prefix P          subject prefix (default turnloom)
   --auth FILE         tokens and scopes as JSON: {"tokens":{"<token>":{"principal":"alice","scopes":["read","operate"]}}}
   --script FILE       script for the scripted provider (see docs/providers.md)
-  --max-payload N     largest request in bytes (default 1048576)
+  --max-payload N     largest request in bytes (default 1048576, or the NATS server's max_payload if smaller;
+                      at least ${MIN_MAX_PAYLOAD}, at most the server's max_payload)
   --approval-timeout S  an approval nobody answers expires after S seconds (default: never)`;
 
+/** Flags that would put a secret on the command line, where every user sees it in `ps`. */
+const refusedFlags: Record<string, string> = {
+  '--nats-pass': 'TURNLOOM_NATS_PASS (with --nats-user USER or TURNLOOM_NATS_USER)',
+  '--nats-token': 'TURNLOOM_NATS_TOKEN',
+};
+
+function refuseSecretFlags(args: string[]): void {
+  for (const [index, arg] of args.entries()) {
+    if (arg === '--') return;
+    const flag = arg.split('=')[0]!;
+    const instead = refusedFlags[flag];
+    if (!instead) continue;
+    // Its value is a secret: keep it out of anything printed from here on.
+    registerSecret(arg.includes('=') ? arg.slice(flag.length + 1) : args[index + 1]);
+    throw new UsageError(`serve: ${flag} is not accepted (other users can read arguments with ps); set ${instead} in the environment instead`);
+  }
+}
+
+const authFileHint = 'an auth file ({"tokens":{"<token>":{"principal":"alice","scopes":["read"]}}})';
+
+function readAuthFile(path: string): AuthConfig {
+  return readJsonFile('--auth', path, authConfigSchema, {
+    expected: authFileHint,
+    // The tokens are the keys: keep them out of every message, including the schema's complaint about one.
+    inspect: (raw) => {
+      const tokens = (raw as { tokens?: unknown } | null)?.tokens;
+      if (tokens && typeof tokens === 'object') for (const token of Object.keys(tokens)) registerSecret(token);
+    },
+    hidePath: (path) => (path[0] === 'tokens' && path.length > 1 ? ['tokens', '<token>', ...path.slice(2)] : path),
+  });
+}
+
+/** The payload limit to serve with: the user's, checked against what the NATS server accepts, or the default. */
+function payloadLimit(requested: number | undefined, bus: Bus): number {
+  const serverMax = bus instanceof NatsBus ? bus.maxPayload : undefined;
+  if (serverMax === undefined) return requested ?? DEFAULT_MAX_PAYLOAD;
+  if (serverMax < MIN_MAX_PAYLOAD) {
+    throw new TurnloomError('unavailable', `the NATS server's max_payload is ${serverMax} bytes, below the ${MIN_MAX_PAYLOAD} the API needs; raise max_payload in its configuration`);
+  }
+  if (requested !== undefined && requested > serverMax) {
+    throw new UsageError(`serve: --max-payload ${requested} is over the NATS server's max_payload of ${serverMax} bytes; lower it, or raise max_payload in the server's configuration`);
+  }
+  return requested ?? Math.min(DEFAULT_MAX_PAYLOAD, serverMax);
+}
+
 export async function serveCommand(args: string[]): Promise<number> {
-  const { values } = parseArgs({
+  refuseSecretFlags(args);
+  const { values } = parseOptions('serve', {
     args,
     options: {
+      help: { type: 'boolean', short: 'h', default: false },
       nats: { type: 'string' },
       'nats-user': { type: 'string' },
-      'nats-pass': { type: 'string' },
-      'nats-token': { type: 'string' },
+      'nats-creds': { type: 'string' },
       data: { type: 'string', default: '.turnloom/data' },
       prefix: { type: 'string', default: 'turnloom' },
       auth: { type: 'string' },
@@ -33,54 +88,80 @@ export async function serveCommand(args: string[]): Promise<number> {
       'approval-timeout': { type: 'string' },
     },
   });
-  const positive = (name: string, value: string | undefined) => {
-    if (value === undefined) return undefined;
-    const number = Number(value);
-    if (!Number.isFinite(number) || number <= 0) throw new Error(`--${name} must be a positive number, not "${value}"`);
-    return number;
-  };
-  const maxPayload = positive('max-payload', values['max-payload']);
-  const approvalTimeout = positive('approval-timeout', values['approval-timeout']);
-  const dataDir = resolve(values.data!);
-  const auth = values.auth ? authConfigSchema.parse(JSON.parse(readFileSync(values.auth, 'utf8'))) : null;
-  const bus: Bus = values.nats
-    ? await NatsBus.connect({
-        servers: values.nats,
-        name: 'turnloom-engine',
-        ...(values['nats-user'] ? { user: values['nats-user'], pass: values['nats-pass'] ?? '' } : {}),
-        ...(values['nats-token'] ? { token: values['nats-token'] } : {}),
-      })
-    : new InProcessHub().connect();
-  const setup = providersFromEnvironment(process.env, values.script);
-  const server = await startTurnloomServer({
-    bus,
-    store: LmdbStore.open(dataDir),
-    prefix: values.prefix!,
-    auth,
-    providers: setup.providers,
-    defaultProvider: setup.defaultProvider,
-    ...(maxPayload ? { maxPayloadBytes: maxPayload } : {}),
-    ...(approvalTimeout ? { approvalTimeoutMs: approvalTimeout * 1_000 } : {}),
-  });
-  console.log(`turnloom ${VERSION} serving on ${values.nats ?? 'the in-process bus (pass --nats URL to serve other processes)'}`);
-  console.log(`  API: ${server.subjects.prefix}.v1.api.<method>  events: ${server.subjects.prefix}.v1.evt.<threadId>  live: ${server.subjects.prefix}.v1.live.<threadId>`);
-  console.log(`  data: ${dataDir}`);
-  console.log(`  ${setup.summary}`);
-  console.log(`  auth: ${auth ? `${Object.keys(auth.tokens).length} tokens` : 'open (every caller has every scope)'}`);
-  if (values.nats && !auth) console.warn('  warning: no --auth file, so anyone who can reach this NATS server can do anything');
+  if (values.help) {
+    console.log(serveUsage);
+    return 0;
+  }
 
-  await new Promise<void>((done) => {
-    const shutdown = (signal: string) => {
-      console.log(`${signal}: finishing requests in flight, settling running turns, closing the store…`);
-      process.off('SIGINT', shutdown);
-      process.off('SIGTERM', shutdown);
-      done();
-    };
-    process.on('SIGINT', shutdown);
-    process.on('SIGTERM', shutdown);
-  });
-  await server.stop();
-  await bus.close();
+  // Everything the user gave is checked before anything is opened, so a mistake never leaves a connection behind.
+  const maxPayload = integerOption('serve', 'max-payload', values['max-payload'], { min: MIN_MAX_PAYLOAD, unit: 'bytes' });
+  const approvalTimeout = positiveOption('serve', 'approval-timeout', values['approval-timeout']);
+  const prefix = values.prefix!;
+  try {
+    subjects(prefix);
+  } catch (error) {
+    if (!(error instanceof TurnloomError)) throw error;
+    throw new UsageError(`serve: --prefix "${prefix}" is not a subject prefix: use letters, digits, "_" and "-", in tokens separated by dots`);
+  }
+  const auth = values.auth !== undefined ? readAuthFile(values.auth) : null;
+  const setup = providersFromEnvironment(process.env, values.script);
+  let nats: NatsSettings | null = null;
+  if (values.nats !== undefined) {
+    nats = natsSettings(values.nats, { user: values['nats-user'], credsFile: values['nats-creds'], env: process.env });
+  } else if (values['nats-user'] !== undefined || values['nats-creds'] !== undefined) {
+    throw new UsageError(`serve: ${values['nats-user'] !== undefined ? '--nats-user' : '--nats-creds'} needs --nats URL`);
+  }
+  const dataDir = resolve(values.data!);
+
+  // Then the resources, each closed again if a later one fails.
+  const store = openStore(dataDir);
+  let bus: Bus | undefined;
+  let server: TurnloomServer | undefined;
+  try {
+    bus = nats ? await connectNats(nats, 'turnloom-engine') : new InProcessHub().connect();
+    const limit = payloadLimit(maxPayload, bus);
+    server = await startTurnloomServer({
+      bus,
+      store,
+      prefix,
+      auth,
+      providers: setup.providers,
+      defaultProvider: setup.defaultProvider,
+      maxPayloadBytes: limit,
+      ...(approvalTimeout ? { approvalTimeoutMs: approvalTimeout * 1_000 } : {}),
+    });
+  } catch (error) {
+    await bus?.close().catch(() => {});
+    await store.close().catch(() => {});
+    throw error;
+  }
+
+  try {
+    console.log(`turnloom ${VERSION} serving on ${nats ? nats.display : 'the in-process bus (pass --nats URL to serve other processes)'}`);
+    console.log(`  API: ${server.subjects.prefix}.v1.api.<method>  events: ${server.subjects.prefix}.v1.evt.<threadId>  live: ${server.subjects.prefix}.v1.live.<threadId>`);
+    console.log(`  data: ${dataDir}`);
+    console.log(`  ${setup.summary}`);
+    console.log(`  auth: ${auth ? `${Object.keys(auth.tokens).length} tokens` : 'open (every caller has every scope)'}`);
+    for (const warning of nats?.warnings ?? []) console.warn(`  ${warning}`);
+    if (nats && !auth) console.warn('  warning: no --auth file, so anyone who can reach this NATS server can do anything');
+
+    await new Promise<void>((done) => {
+      // Nothing else holds the event loop on the in-process bus: without this, serve would return at once.
+      const keepAlive = setInterval(() => {}, 1 << 30);
+      const shutdown = (signal: string) => {
+        console.log(`${signal}: finishing requests in flight, settling running turns, closing the store…`);
+        process.off('SIGINT', shutdown);
+        process.off('SIGTERM', shutdown);
+        clearInterval(keepAlive);
+        done();
+      };
+      process.on('SIGINT', shutdown);
+      process.on('SIGTERM', shutdown);
+    });
+    await server.stop();
+  } finally {
+    await bus.close();
+  }
   console.log('stopped');
   return 0;
 }
