@@ -38,6 +38,8 @@ export type BusStatus = 'connected' | 'disconnected' | 'reconnecting' | 'closed'
  * responders"; per-publisher ordering; drain then close.
  */
 export interface Bus {
+  /** Every subscriber lives in this process, so once `flush()` resolves everything published so far was handled. */
+  readonly local: boolean;
   publish(subject: string, data: Uint8Array, options?: PublishOptions): void;
   subscribe(subject: string, handler: (message: BusMessage) => void, options?: SubscribeOptions): BusSubscription;
   request(subject: string, data: Uint8Array, options?: RequestOptions): Promise<BusMessage>;

@@ -66,6 +66,7 @@ export class InProcessHub {
 }
 
 export class InProcessBus implements Bus {
+  readonly local = true;
   private readonly hub: InProcessHub;
   private readonly mine = new Set<HubSubscription>();
   private state: BusStatus = 'connected';

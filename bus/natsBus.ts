@@ -25,6 +25,7 @@ function fromNatsHeaders(headers: MsgHdrs | undefined): Record<string, string> {
 
 /** The bus over a real NATS connection; reconnects forever unless told otherwise. */
 export class NatsBus implements Bus {
+  readonly local = false;
   private readonly nc: NatsConnection;
   private state: BusStatus = 'connected';
   private readonly statusListeners = new Set<(status: BusStatus) => void>();

@@ -30,6 +30,8 @@ export interface Subjects {
   work(workerId: string, command: string): string;
   /** Canonical provider events a worker reports for a thread (request/reply, acknowledged after commit): `<p>.v1.provider.<threadId>`. */
   provider(threadId: string): string;
+  /** Engines only: who serves this prefix (one engine per prefix): `<p>.v1.engine.claim`. */
+  readonly engineClaim: string;
 }
 
 export function subjects(prefix = 'turnloom'): Subjects {
@@ -51,6 +53,7 @@ export function subjects(prefix = 'turnloom'): Subjects {
     workDispatch: `${base}.work.dispatch`,
     work: (workerId, command) => `${base}.work.${withId('workerId', workerId)}.${command}`,
     provider: (threadId) => `${base}.provider.${withId('threadId', threadId)}`,
+    engineClaim: `${base}.engine.claim`,
   };
 }
 

@@ -3,6 +3,7 @@ import { type Bus, MSGPACK, type Subjects, encode, subjects as subjectsFor } fro
 import { ApiServer, type AuthConfig, Authenticator, publishCommittedEvents } from './api/index.ts';
 import type { ProviderChoice } from './engine/domainEvents.ts';
 import { Engine } from './engine/engine.ts';
+import { CrashRepair } from './runtime/crashRepair.ts';
 import { Deadlines } from './runtime/deadlines.ts';
 import type { ProviderAdapter } from './runtime/providerAdapter.ts';
 import { TurnRunner, type TurnRunnerOptions } from './runtime/turnRunner.ts';
@@ -34,25 +35,38 @@ export interface TurnloomServer {
   api: ApiServer;
   runner: TurnRunner | null;
   subjects: Subjects;
+  /** Settles once crash repair has gone through the turns a dead process left open, with how many it repaired. */
+  repaired: Promise<number>;
   /** Stops taking requests, answers those in flight, closes the engine and its store. */
   stop(): Promise<void>;
 }
 
-/** The engine with its API and event publishing on one bus: what `turnloom serve` runs. */
+/**
+ * The engine with its API and event publishing on one bus: what `turnloom
+ * serve` runs. The store is the caller's until this resolves; after that it
+ * is closed by `stop()` (or, when starting fails, before the error is thrown).
+ */
 export async function startTurnloomServer(options: TurnloomServerOptions): Promise<TurnloomServer> {
   const subjects = subjectsFor(options.prefix);
   const engine = await Engine.open({ store: options.store });
   const unpublish = publishCommittedEvents(engine, options.bus, subjects);
-  const api = new ApiServer({
-    bus: options.bus,
-    engine,
-    subjects,
-    auth: new Authenticator(options.auth ?? null),
-    defaultProvider: options.defaultProvider ?? { name: 'scripted', model: null },
-    ...(options.providers ? { providers: Object.keys(options.providers) } : {}),
-    ...(options.maxPayloadBytes ? { maxPayloadBytes: options.maxPayloadBytes } : {}),
-    version: VERSION,
-  }).start();
+  let api: ApiServer;
+  try {
+    api = await new ApiServer({
+      bus: options.bus,
+      engine,
+      subjects,
+      auth: new Authenticator(options.auth ?? null),
+      defaultProvider: options.defaultProvider ?? { name: 'scripted', model: null },
+      ...(options.providers ? { providers: Object.keys(options.providers) } : {}),
+      ...(options.maxPayloadBytes ? { maxPayloadBytes: options.maxPayloadBytes } : {}),
+      version: VERSION,
+    }).start();
+  } catch (error) {
+    unpublish();
+    await engine.close();
+    throw error;
+  }
   const deadlines = await new Deadlines(engine, { interruptMs: options.interruptDeadlineMs ?? 10_000, approvalMs: options.approvalTimeoutMs ?? null }).start();
   const providers = options.providers;
   const runner = providers
@@ -69,13 +83,19 @@ export async function startTurnloomServer(options: TurnloomServerOptions): Promi
         },
       }).start()
     : null;
+  // Publishers and the API are up: what repair writes reaches every client, and it does not hold the start.
+  const repair = new CrashRepair(engine);
+  const repaired = repair.run();
   return {
     engine,
     api,
     runner,
     subjects,
+    repaired,
     stop: async () => {
+      repair.stop();
       await api.stop();
+      await repaired;
       await runner?.stop();
       deadlines.stop();
       await engine.close();

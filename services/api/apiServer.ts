@@ -6,6 +6,7 @@ import { TurnloomError } from '../errors.ts';
 import { type ApiContext, apiHandlers } from './apiHandlers.ts';
 import { type ApiMethod, apiMethods, apiParams, isApiMethod } from './apiSchemas.ts';
 import { type Authenticator, type Principal, requireScope } from './auth.ts';
+import { EngineClaim } from './engineClaim.ts';
 import { type EndpointStats, serveDiscovery } from './serviceDiscovery.ts';
 
 export interface ApiServerOptions {
@@ -42,18 +43,22 @@ export class ApiServer {
   private readonly inflight = new Set<Promise<void>>();
   readonly instance = randomUUID().replaceAll('-', '').slice(0, 22);
   private readonly startedAt = new Date();
+  private readonly claim: EngineClaim;
 
   constructor(options: ApiServerOptions) {
     this.options = options;
     this.maxPayload = options.maxPayloadBytes ?? 1024 * 1024;
+    this.claim = new EngineClaim(options.bus, options.subjects);
     for (const method of apiMethods) {
       // Micro endpoint names allow only letters, digits, "_" and "-"; the subject keeps the dotted method.
       this.stats.set(method, { name: method.replaceAll('.', '_'), subject: options.subjects.api(method), requests: 0, errors: 0, lastError: null, processingNanos: 0 });
     }
   }
 
-  start(): this {
+  /** Takes the prefix (or throws `PrefixTaken` when another engine has it), then serves. */
+  async start(): Promise<this> {
     const { bus, subjects } = this.options;
+    await this.claim.claim();
     this.subscriptions.push(
       bus.subscribe(subjects.apiAll, (message) => this.track(this.handle(message)), { queue: API_QUEUE_GROUP }),
       ...serveDiscovery(
@@ -160,6 +165,7 @@ export class ApiServer {
   /** Stops taking requests and waits for those in flight to be answered. */
   async stop(): Promise<void> {
     for (const subscription of this.subscriptions.splice(0)) subscription.unsubscribe();
+    this.claim.release();
     await Promise.allSettled([...this.inflight]);
   }
 }

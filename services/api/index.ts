@@ -8,3 +8,4 @@ export { Authenticator, authConfigSchema, requireScope, scopes } from './auth.ts
 export type { AuthConfig, Principal, Scope } from './auth.ts';
 export { publishCommittedEvents } from './eventPublisher.ts';
 export { serveDiscovery } from './serviceDiscovery.ts';
+export { EngineClaim, PrefixTaken } from './engineClaim.ts';

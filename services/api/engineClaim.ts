@@ -1,0 +1,99 @@
+import { randomUUID } from 'node:crypto';
+import { hostname } from 'node:os';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { type Bus, type BusSubscription, JSON_TYPE, type Subjects, decode, encode } from '../../bus/index.ts';
+import { TurnloomError } from '../errors.ts';
+
+/** What an engine says about itself on `<p>.v1.engine.claim`. */
+interface ClaimNotice {
+  id: string;
+  state: 'checking' | 'serving';
+  pid: number;
+  host: string;
+}
+
+/** Another engine serves this prefix: two engines would split the API between two data folders. */
+export class PrefixTaken extends TurnloomError {
+  constructor(prefix: string, rival: ClaimNotice) {
+    super(
+      'conflict',
+      `another turnloom engine (pid ${rival.pid} on ${rival.host}) already serves the subject prefix "${prefix}" on this bus; stop it, or give this one another --prefix`,
+      { prefix, rival },
+    );
+    this.name = 'PrefixTaken';
+  }
+}
+
+/**
+ * Makes sure one engine serves a prefix. Each engine listens on the claim
+ * subject before it asks, then asks who else is there and listens for a
+ * window: an engine already serving wins; two engines checking at the same
+ * moment both hear each other (whichever asked first was already listening
+ * when the other asked) and the smaller id wins on both sides. The winner
+ * keeps answering, so a later engine hears it is serving.
+ */
+export class EngineClaim {
+  private readonly self: ClaimNotice = { id: randomUUID(), state: 'checking', pid: process.pid, host: hostname() };
+  private subscription: BusSubscription | undefined;
+  private beaten: ClaimNotice | null = null;
+
+  constructor(
+    private readonly bus: Bus,
+    private readonly subjects: Subjects,
+    /** How long to listen for answers over a network bus (an in-process one answers by the next flush). */
+    private readonly windowMs = 250,
+  ) {}
+
+  private outranks(rival: ClaimNotice): boolean {
+    return rival.state === 'serving' || rival.id < this.self.id;
+  }
+
+  private hear(rival: ClaimNotice): void {
+    if (rival.id === this.self.id || this.self.state === 'serving') return;
+    if (this.outranks(rival)) this.beaten ??= rival;
+  }
+
+  /** Resolves once this engine owns the prefix; throws `PrefixTaken` when another one does. */
+  async claim(): Promise<void> {
+    const subject = this.subjects.engineClaim;
+    this.subscription = this.bus.subscribe(subject, (message) => {
+      const rival = parseNotice(message.data);
+      if (!rival) return;
+      this.hear(rival);
+      if (message.reply && rival.id !== this.self.id) this.bus.publish(message.reply, encode(this.self, JSON_TYPE));
+    });
+    const inbox = `_INBOX.${randomUUID().replaceAll('-', '')}`;
+    const answers = this.bus.subscribe(inbox, (message) => {
+      const rival = parseNotice(message.data);
+      if (rival) this.hear(rival);
+    });
+    try {
+      await this.bus.flush();
+      this.bus.publish(subject, encode(this.self, JSON_TYPE), { reply: inbox });
+      await this.bus.flush();
+      if (!this.bus.local) await sleep(this.windowMs);
+    } finally {
+      answers.unsubscribe();
+    }
+    if (this.beaten) {
+      this.release();
+      throw new PrefixTaken(this.subjects.prefix, this.beaten);
+    }
+    this.self.state = 'serving';
+  }
+
+  release(): void {
+    this.subscription?.unsubscribe();
+    this.subscription = undefined;
+  }
+}
+
+function parseNotice(data: Uint8Array): ClaimNotice | null {
+  try {
+    const notice = decode(data, JSON_TYPE) as Partial<ClaimNotice>;
+    if (typeof notice.id !== 'string' || (notice.state !== 'checking' && notice.state !== 'serving')) return null;
+    return { id: notice.id, state: notice.state, pid: Number(notice.pid), host: String(notice.host) };
+  } catch {
+    return null;
+  }
+}
