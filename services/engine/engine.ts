@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
-import type { Receipt, ThreadHead, ThreadStore } from '../../adapters/threadStore.ts';
+import type { ListedThread, Receipt, ThreadHead, ThreadStore } from '../../adapters/threadStore.ts';
 import { wellFormed } from '../../bus/wellFormed.ts';
-import { type Command, type CommandResult, systemCommandId } from './commands.ts';
+import type { Command, CommandResult } from './commands.ts';
 import { decide } from './decide.ts';
 import type { StoredEvent } from './domainEvents.ts';
 import { TurnloomError } from '../errors.ts';
@@ -21,8 +21,6 @@ export interface EngineOptions {
   maxLoadedThreads?: number;
   /** Persist the actor tree at least every this many events (and at every turn boundary). */
   snapshotEvery?: number;
-  /** Whether a live worker still holds an open turn found at start. Default: none does (they ran in this process). */
-  hasLiveWorker?: (threadId: string, turnId: string) => boolean | Promise<boolean>;
   /** Sees every lifecycle actor snapshot as it changes (the live chart view). */
   inspect?: InspectListener;
   /**
@@ -105,37 +103,15 @@ export class Engine {
     this.inspect = options.inspect;
   }
 
-  /** Opens the engine and settles every started turn left open by a process that died. */
+  /** Opens the engine on its store. Turns a dead process left open are settled by `CrashRepair`, once someone listens. */
   static async open(options: EngineOptions): Promise<Engine> {
     const engine = new Engine(options);
-    await engine.repairOpenTurns(options.hasLiveWorker ?? (() => false));
     engine.sweeper = setInterval(() => {
       engine.passivateIdle();
       void engine.expireReceipts();
     }, Math.max(1_000, engine.idleMs / 2));
     engine.sweeper.unref();
     return engine;
-  }
-
-  private async repairOpenTurns(hasLiveWorker: NonNullable<EngineOptions['hasLiveWorker']>): Promise<void> {
-    for (const { threadId, turnId } of this.store.openTurns()) {
-      // A turn no worker has started is only an accepted intent: it waits for one, it is not lost.
-      if (this.store.readView(threadId)?.turns[turnId]?.state === 'requested') continue;
-      if (await hasLiveWorker(threadId, turnId)) continue;
-      try {
-        await this.submit({
-          type: 'turn.repair',
-          // Keyed by machine version too: a repair refused by older rules is tried again by newer ones.
-          commandId: systemCommandId('repair', machinesVersion, threadId, turnId),
-          threadId,
-          turnId,
-          reason: 'the process running this turn stopped and no worker holds it',
-        });
-      } catch (error) {
-        // One thread that cannot be repaired must not keep every other thread from opening.
-        console.error(`turnloom: could not repair turn ${turnId} of thread ${threadId}; it stays open`, error);
-      }
-    }
   }
 
   /** Forgets receipts past their age or count, a batch at a time; resolves with how many went. */
@@ -331,8 +307,9 @@ export class Engine {
     return this.store.readThreadEvents(threadId, after, limit);
   }
 
-  listThreads(): ThreadSummary[] {
-    return this.store.listThreads();
+  /** Threads newest first, after position `before` (see `ThreadStore.threadsNewestFirst`). */
+  threadsNewestFirst(before: number | null): Iterable<ListedThread> {
+    return this.store.threadsNewestFirst(before);
   }
 
   /** Threads with an open turn (requested, running or interrupting). */

@@ -1,6 +1,8 @@
 export { TurnRunner } from './turnRunner.ts';
 export type { TurnRunnerOptions } from './turnRunner.ts';
 export { Deadlines } from './deadlines.ts';
+export { CrashRepair } from './crashRepair.ts';
+export type { CrashRepairOptions } from './crashRepair.ts';
 export type { DeadlineOptions } from './deadlines.ts';
 export { StepIngestion } from './stepIngestion.ts';
 export type { LiveDelta, StepIngestionOptions } from './stepIngestion.ts';

@@ -4,6 +4,7 @@ import { LmdbStore } from '../../adapters/lmdbStore.ts';
 import type { StoredEvent } from '../../services/engine/domainEvents.ts';
 import { Engine } from '../../services/engine/engine.ts';
 import { rebuildView } from '../../services/engine/projector.ts';
+import { CrashRepair } from '../../services/runtime/crashRepair.ts';
 import { readAllReceipts } from '../support/engineFixture.ts';
 import { spawnEngineChild } from '../support/spawnChild.ts';
 import { tempDir } from '../support/tempDir.ts';
@@ -21,7 +22,7 @@ const KILLS = 24;
 async function verifyStore(dir: string, acked: Ack[]): Promise<{ events: number; threads: number }> {
   const store = LmdbStore.open(dir);
   const log: StoredEvent[] = store.readLog(0, Number.MAX_SAFE_INTEGER);
-  const threads = store.listThreads();
+  const threads = [...store.threadsNewestFirst(null)].map(({ summary }) => summary);
   const views = threads.map(({ id }) => ({ id, stored: store.readView(id), rebuilt: rebuildView(id, store.readThreadEvents(id, 0, Number.MAX_SAFE_INTEGER)) }));
   await store.close();
   const receipts = new Map((await readAllReceipts(dir)).map((receipt) => [receipt.commandId, receipt]));
@@ -92,6 +93,7 @@ describe('crash test: SIGKILL at random moments', () => {
     // After the last kill a restart repairs every started turn left open.
     const store = LmdbStore.open(dir.path);
     const engine = await Engine.open({ store });
+    await new CrashRepair(engine).run();
     for (const { threadId, turnId } of store.openTurns()) expect((await engine.getThread(threadId)).turns[turnId]!.state).toBe('requested');
     await engine.close();
     await verifyStore(dir.path, acked);

@@ -86,7 +86,7 @@ describe('engine: commands through the lifecycle actors', () => {
     expect(error).toBeInstanceOf(IllegalTransition);
     expect(error.details).toEqual({ machine: 'approval', state: 'approved', event: 'approval.denied' });
     expect((await rejection(fx.engine.submit(second))).details).toEqual(error.details);
-    await fx.restart({ hasLiveWorker: () => true });
+    await fx.restart();
     expect((await rejection(fx.engine.submit(second))).details).toEqual(error.details);
     expect((await fx.engine.getThread('th1')).seq).toBe(seqBefore);
   });
@@ -174,7 +174,7 @@ describe('engine: virtual actors', () => {
     const live = fx.engine.liveStates('th1');
     expect(live).toMatchObject({ 'turn:t1': { running: 'streaming' }, 'part:p1': { running: { tool: 'inputReady' } } });
 
-    await fx.restart({ hasLiveWorker: () => true });
+    await fx.restart();
     expect(fx.engine.loadedThreadCount).toBe(0);
     expect((await fx.engine.getThread('th1')).turns.t1!.state).toBe('running.streaming');
     expect(fx.engine.loadedThreadCount).toBe(0);
@@ -215,7 +215,7 @@ describe('engine: virtual actors', () => {
     const env = open({ path: fx.dir, maxDbs: 16 });
     await env.openDB({ name: 'snapshots' }).put('th1', { ...stored, machinesVersion: 'older', actors: [] });
     await env.close();
-    await fx.restart({ hasLiveWorker: () => true });
+    await fx.restart();
     await fx.engine.submit(record('th1', 't1', [t.executing('p1', 'c1')]));
     expect(fx.engine.liveStates('th1')).toEqual({ ...before, 'part:p1': { running: { tool: 'executing' } } });
   });
@@ -224,7 +224,7 @@ describe('engine: virtual actors', () => {
 async function readAllReceiptsAfterClose(fixture: EngineFixture) {
   await fixture.engine.close();
   const receipts = await readAllReceipts(fixture.dir);
-  await fixture.restart({ hasLiveWorker: () => true });
+  await fixture.restart();
   return receipts;
 }
 

@@ -2,6 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { LmdbStore } from '../../adapters/lmdbStore.ts';
 import { Engine } from '../../services/engine/engine.ts';
 import { rebuildView } from '../../services/engine/projector.ts';
+import { CrashRepair } from '../../services/runtime/crashRepair.ts';
 import { tempDir } from '../support/tempDir.ts';
 import { spawnEngineChild } from '../support/spawnChild.ts';
 
@@ -17,6 +18,7 @@ describe('repair on restart', () => {
     const store = LmdbStore.open(dir.path);
     expect(store.openTurns().map(({ turnId }) => turnId).sort()).toEqual(['t1', 't9']);
     const engine = await Engine.open({ store });
+    expect(await new CrashRepair(engine).run()).toBe(2);
     expect(store.openTurns()).toEqual([]);
 
     const view = await engine.getThread('th1');
@@ -51,6 +53,7 @@ describe('repair on restart', () => {
 
     // Repair is idempotent: a second restart finds nothing to do.
     const again = await Engine.open({ store: LmdbStore.open(dir.path) });
+    expect(await new CrashRepair(again).run()).toBe(0);
     expect((await again.getThread('th1')).turns.t2!.state).toBe('requested');
     await again.close();
   });

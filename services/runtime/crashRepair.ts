@@ -1,0 +1,66 @@
+import { systemCommandId } from '../engine/commands.ts';
+import type { Engine } from '../engine/engine.ts';
+import { machinesVersion } from '../engine/machinesVersion.ts';
+
+export interface CrashRepairOptions {
+  /** Whether a live worker still holds an open turn found at start. Default: none does (they ran in the process that died). */
+  hasLiveWorker?: (threadId: string, turnId: string) => boolean | Promise<boolean>;
+  /** Threads repaired at once. */
+  concurrency?: number;
+}
+
+/**
+ * Settles the turns a dead process left open, as a reactor beside the API:
+ * it runs once the event publishers are attached and the API serves, so its
+ * events reach every watching client like any others, and a long list of
+ * open turns does not hold the server's start. A turn still `requested` is
+ * an accepted intent and waits for a worker; anything started and not held
+ * by a live worker is interrupted with cause `repair` (see `turn.repair`).
+ */
+export class CrashRepair {
+  private stopped = false;
+
+  constructor(
+    private readonly engine: Engine,
+    private readonly options: CrashRepairOptions = {},
+  ) {}
+
+  /** Resolves with the number of turns repaired; one that cannot be is logged and stays open. */
+  async run(): Promise<number> {
+    const queue = this.engine.listOpenTurns();
+    let repaired = 0;
+    const lane = async () => {
+      for (let next = queue.shift(); next && !this.stopped; next = queue.shift()) {
+        if (await this.repair(next.threadId, next.turnId)) repaired += 1;
+      }
+    };
+    await Promise.all(Array.from({ length: this.options.concurrency ?? 16 }, lane));
+    return repaired;
+  }
+
+  private async repair(threadId: string, turnId: string): Promise<boolean> {
+    try {
+      const turn = (await this.engine.getThread(threadId)).turns[turnId];
+      if (!turn || turn.state === 'requested') return false;
+      if (await this.options.hasLiveWorker?.(threadId, turnId)) return false;
+      await this.engine.submit({
+        type: 'turn.repair',
+        // Keyed by machine version too: a repair refused by older rules is tried again by newer ones.
+        commandId: systemCommandId('repair', machinesVersion, threadId, turnId),
+        threadId,
+        turnId,
+        reason: 'the process running this turn stopped and no worker holds it',
+      });
+      return true;
+    } catch (error) {
+      // One thread that cannot be repaired must not keep the others from it.
+      if (!this.stopped) console.error(`turnloom: could not repair turn ${turnId} of thread ${threadId}; it stays open`, error);
+      return false;
+    }
+  }
+
+  /** Stops taking more threads; the one in flight finishes. */
+  stop(): void {
+    this.stopped = true;
+  }
+}
