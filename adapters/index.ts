@@ -1,3 +1,3 @@
-export { LmdbStore } from './lmdbStore.ts';
-export type { ThreadStore, CommitBatch, Receipt, ThreadHead, ActorSnapshotRecord } from './threadStore.ts';
+export { LmdbStore, DataFolderLocked } from './lmdbStore.ts';
+export type { ThreadStore, CommitBatch, Receipt, ThreadHead, ActorSnapshotRecord, ListedThread } from './threadStore.ts';
 export * from './providers/index.ts';

@@ -4,7 +4,7 @@ import { TurnloomError } from '../services/errors.ts';
 import { summarize, type ThreadSummary, type ThreadView, type TurnView } from '../services/engine/threadView.ts';
 import { prepareDataFolder } from './dataFolder.ts';
 import { type ProcessIdentity, currentProcess, isAlive } from './processIdentity.ts';
-import type { ActorSnapshotRecord, CommitBatch, Receipt, ThreadHead, ThreadStore } from './threadStore.ts';
+import type { ActorSnapshotRecord, CommitBatch, ListedThread, Receipt, ThreadHead, ThreadStore } from './threadStore.ts';
 
 /** The folder is held by another live process: two writers would corrupt each other's threads. */
 export class DataFolderLocked extends TurnloomError {
@@ -36,6 +36,7 @@ export class DataFolderLocked extends TurnloomError {
  * | `summaries` | threadId                | ThreadSummary (for listing)    |
  * | `openTurns` | threadId                | turnId (what repair looks at)  |
  * | `receiptAges` | [at, commandId]       | 1 (receipts oldest first, for expiry) |
+ * | `threadOrder` | seq of `thread.created` | threadId (listing, newest first) |
  * | `meta`      | `owner`                 | ProcessIdentity (the folder lock) |
  */
 export class LmdbStore implements ThreadStore {
@@ -49,6 +50,7 @@ export class LmdbStore implements ThreadStore {
   private readonly summaries: Database<ThreadSummary, string>;
   private readonly openTurnIndex: Database<string, string>;
   private readonly receiptAges: Database<1, [number, string]>;
+  private readonly threadOrder: Database<string, number>;
   private readonly meta: Database<ProcessIdentity, string>;
   private readonly owner: ProcessIdentity;
 
@@ -64,6 +66,7 @@ export class LmdbStore implements ThreadStore {
     this.summaries = this.env.openDB({ name: 'summaries' });
     this.openTurnIndex = this.env.openDB({ name: 'openTurns' });
     this.receiptAges = this.env.openDB({ name: 'receiptAges' });
+    this.threadOrder = this.env.openDB({ name: 'threadOrder' });
     this.meta = this.env.openDB({ name: 'meta' });
     this.owner = currentProcess();
     try {
@@ -72,6 +75,18 @@ export class LmdbStore implements ThreadStore {
       void this.env.close();
       throw error;
     }
+    this.indexThreadOrder();
+  }
+
+  /** Folders written before the listing had its index get one: each thread's place is its first event's sequence. */
+  private indexThreadOrder(): void {
+    if ((this.threadOrder.getStats() as { entryCount: number }).entryCount > 0) return;
+    this.env.transactionSync(() => {
+      for (const threadId of this.summaries.getKeys()) {
+        const seq = this.threadLog.get([threadId, 1]);
+        if (seq !== undefined) this.threadOrder.put(seq, threadId);
+      }
+    });
   }
 
   /**
@@ -123,8 +138,11 @@ export class LmdbStore implements ThreadStore {
     return [...this.log.getRange({ start: after + 1, limit }).map(({ value }) => value)];
   }
 
-  listThreads(): ThreadSummary[] {
-    return [...this.summaries.getRange({}).map(({ value }) => value)];
+  *threadsNewestFirst(before: number | null): Iterable<ListedThread> {
+    for (const { key, value } of this.threadOrder.getRange({ reverse: true, ...(before === null ? {} : { start: before - 1 }) })) {
+      const summary = this.summaries.get(value);
+      if (summary) yield { position: key, summary };
+    }
   }
 
   openTurns(): Array<{ threadId: string; turnId: string }> {
@@ -147,6 +165,7 @@ export class LmdbStore implements ThreadStore {
         this.threadLog.put([batch.threadId, threadSeq], seq);
         return storedEvent;
       });
+      if (batch.expectedThreadSeq === 0 && events[0]) this.threadOrder.put(events[0].seq, batch.threadId);
       this.threads.put(batch.threadId, batch.head);
       for (const turn of batch.turns) this.turns.put([batch.threadId, turn.id], turn);
       this.summaries.put(batch.threadId, summarize({ ...batch.head, turns: {} }));

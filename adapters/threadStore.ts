@@ -18,6 +18,12 @@ export type Receipt =
     }
   | { commandId: string; fingerprint: string; threadId: string; at: number; outcome: 'rejected'; error: ErrorBody };
 
+/** A thread's summary and its place in the newest-first listing. */
+export interface ListedThread {
+  position: number;
+  summary: ThreadSummary;
+}
+
 /** The thread row of the read model: the view without its turns, which are rows of their own. */
 export type ThreadHead = Omit<ThreadView, 'turns'>;
 
@@ -54,7 +60,13 @@ export interface ThreadStore {
   readThreadEvents(threadId: string, after: number, limit: number): StoredEvent[];
   /** The global log with `seq > after`, oldest first, at most `limit`. */
   readLog(after: number, limit: number): StoredEvent[];
-  listThreads(): ThreadSummary[];
+  /**
+   * Threads newest first (by when they were created), starting after
+   * position `before` when given. Lazy: a caller reads only what it needs.
+   * `position` is stable for the life of the thread, so paging with it sees
+   * every older thread exactly once while new ones are added.
+   */
+  threadsNewestFirst(before: number | null): Iterable<ListedThread>;
   /** Threads that have an open turn: what crash repair looks at. */
   openTurns(): Array<{ threadId: string; turnId: string }>;
   /** Writes the batch atomically; resolves with the stored events once durable. */

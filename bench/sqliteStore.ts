@@ -1,6 +1,6 @@
 import Database from 'better-sqlite3';
 import { pack, unpack } from 'msgpackr';
-import type { ActorSnapshotRecord, CommitBatch, Receipt, ThreadHead, ThreadStore } from '../adapters/threadStore.ts';
+import type { ActorSnapshotRecord, CommitBatch, ListedThread, Receipt, ThreadHead, ThreadStore } from '../adapters/threadStore.ts';
 import type { StoredEvent } from '../services/engine/domainEvents.ts';
 import { TurnloomError } from '../services/errors.ts';
 import { summarize, type ThreadSummary, type ThreadView, type TurnView } from '../services/engine/threadView.ts';
@@ -98,8 +98,11 @@ export class SqliteStore implements ThreadStore {
     return this.db.prepare('select data from log where seq > ? order by seq limit ?').all(after, limit).map((row) => decode<StoredEvent>(row)!);
   }
 
-  listThreads(): ThreadSummary[] {
-    return this.db.prepare('select data from summaries order by thread_id').all().map((row) => decode<ThreadSummary>(row)!);
+  *threadsNewestFirst(before: number | null): Iterable<ListedThread> {
+    const rows = this.db
+      .prepare('select s.data as data, l.seq as position from summaries s join log l on l.thread_id = s.thread_id and l.thread_seq = 1 where l.seq < ? order by l.seq desc')
+      .all(before ?? Number.MAX_SAFE_INTEGER);
+    for (const row of rows) yield { position: Number(row.position), summary: decode<ThreadSummary>(row)! };
   }
 
   openTurns(): Array<{ threadId: string; turnId: string }> {

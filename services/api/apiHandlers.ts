@@ -5,6 +5,11 @@ import { TurnloomError } from '../errors.ts';
 import { type ApiResults, MAX_CATCH_UP, type PendingApproval } from './apiResults.ts';
 import type { ApiMethod, ApiParams } from './apiSchemas.ts';
 import type { Principal, Scope } from './auth.ts';
+import { decodeCursor, encodeCursor, jsonSize, takePage } from './paging.ts';
+
+function* filter<T>(items: Iterable<T>, keep: (item: T) => boolean): Iterable<T> {
+  for (const item of items) if (keep(item)) yield item;
+}
 
 export interface ApiContext {
   engine: Engine;
@@ -48,7 +53,12 @@ export const apiHandlers: { [M in ApiMethod]: Handler<M> } = {
   },
   'thread.list': {
     scope: 'read',
-    handle: async ({ engine }, params) => ({ threads: engine.listThreads().filter((thread) => params.includeArchived || !thread.archived) }),
+    handle: async ({ engine, replyBudgetBytes }, params) => {
+      const before = params.cursor === undefined ? null : decodeCursor('threads', params.cursor);
+      const listed = filter(engine.threadsNewestFirst(before), ({ summary }) => params.includeArchived || !summary.archived);
+      const { page, more } = takePage(listed, params.limit, replyBudgetBytes, ({ summary }) => jsonSize(summary));
+      return { threads: page.map(({ summary }) => summary), nextCursor: more ? encodeCursor('threads', page.at(-1)!.position) : null };
+    },
   },
   'thread.get': {
     scope: 'read',

@@ -20,7 +20,7 @@ export interface ApiResults {
   'thread.create': MutationResult;
   'thread.rename': MutationResult;
   'thread.archive': MutationResult;
-  'thread.list': { threads: ThreadSummary[] };
+  'thread.list': { threads: ThreadSummary[]; nextCursor: string | null };
   'thread.get': { thread: ThreadView; seq: number };
   'thread.events': { events: StoredEvent[]; lastSeq: number; snapshotRequired: boolean };
   'turn.start': MutationResult & { turnId: string };

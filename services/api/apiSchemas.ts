@@ -25,7 +25,13 @@ export const apiParams = {
     .strict(),
   'thread.rename': z.object({ commandId, threadId: id, title: z.string().min(1).max(200) }).strict(),
   'thread.archive': z.object({ commandId, threadId: id }).strict(),
-  'thread.list': z.object({ includeArchived: z.boolean().default(false) }).strict(),
+  'thread.list': z
+    .object({
+      includeArchived: z.boolean().default(false),
+      limit: z.number().int().min(1).max(1_000).default(100),
+      cursor: z.string().max(200).optional().describe('`nextCursor` of the previous page; newest threads first'),
+    })
+    .strict(),
   'thread.get': z.object({ threadId: id }).strict(),
   'thread.events': z.object({ threadId: id, after: z.number().int().min(0), limit: z.number().int().min(1).max(1_000).default(1_000) }).strict(),
   'turn.start': z.object({ commandId, threadId: id, turnId: id.optional(), input: z.object({ text: z.string().min(1).max(200_000) }).strict(), provider: provider.optional() }).strict(),

@@ -48,7 +48,7 @@ describe('LMDB store', () => {
     expect(store.readThreadEvents('a', 0, 1)).toHaveLength(1);
     expect(store.readView('a')!.turns.t1!.state).toBe('requested');
     expect(store.openTurns()).toEqual([{ threadId: 'a', turnId: 't1' }]);
-    expect(store.listThreads().map(({ id, turnCount }) => [id, turnCount])).toEqual([['a', 1], ['b', 0]]);
+    expect([...store.threadsNewestFirst(null)].map(({ summary }) => summary).map(({ id, turnCount }) => [id, turnCount])).toEqual([['b', 0], ['a', 1]]);
     expect(store.readReceipt('c1')).toMatchObject({ outcome: 'accepted', fromThreadSeq: 1, toThreadSeq: 2 });
   });
 
@@ -85,6 +85,6 @@ describe('LMDB store', () => {
     await store.commitRejection({ commandId: 'r1', fingerprint: 'f', threadId: 'a', at: 1, outcome: 'rejected', error: { code: 'conflict', message: 'no', details: {} } });
     expect(store.readReceipt('r1')).toMatchObject({ outcome: 'rejected' });
     expect(store.lastSeq()).toBe(0);
-    expect(store.listThreads()).toEqual([]);
+    expect([...store.threadsNewestFirst(null)].map(({ summary }) => summary)).toEqual([]);
   });
 });

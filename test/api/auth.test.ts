@@ -146,6 +146,6 @@ describe('the shipped NATS permissions (docs/nats/turnloom-permissions.conf) on 
     worker.publish('turnloom.v1.api.thread.create', new TextEncoder().encode('{}'));
     await worker.flush().catch(() => undefined);
     await expect.poll(() => errors.length, { timeout: 5_000 }).toBeGreaterThanOrEqual(1);
-    expect(server.engine.listThreads().map((thread) => thread.title)).not.toContain('New thread');
+    expect([...server.engine.threadsNewestFirst(null)].map(({ summary }) => summary).map((thread) => thread.title)).not.toContain('New thread');
   });
 });

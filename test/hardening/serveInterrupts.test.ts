@@ -73,7 +73,7 @@ describe('turnloom serve under interrupts and SIGTERM', () => {
 
     const store = LmdbStore.open(join(dir.path, 'data'));
     try {
-      expect(store.listThreads()).toHaveLength(75);
+      expect([...store.threadsNewestFirst(null)].map(({ summary }) => summary)).toHaveLength(75);
       expect(store.openTurns()).toEqual([]);
     } finally {
       await store.close();

@@ -1,0 +1,38 @@
+import { TurnloomError } from '../errors.ts';
+
+/**
+ * Cursors are opaque to clients: a kind and a position, base64url. A cursor of
+ * another kind, or not one at all, is refused rather than guessed at.
+ */
+export function encodeCursor(kind: string, position: number): string {
+  return Buffer.from(`${kind}:${position}`).toString('base64url');
+}
+
+export function decodeCursor(kind: string, cursor: string): number {
+  const [found, text] = Buffer.from(cursor, 'base64url').toString().split(':');
+  const position = Number(text);
+  if (found !== kind || text === undefined || !Number.isSafeInteger(position) || position < 0) {
+    throw new TurnloomError('invalid_payload', `cursor "${cursor.slice(0, 40)}" is not a ${kind} cursor this server gave out`, { cursor: cursor.slice(0, 200) });
+  }
+  return position;
+}
+
+/** Bytes of the JSON encoding: the larger of the two a client may ask for, so a page that fits in JSON fits in msgpack. */
+export const jsonSize = (value: unknown): number => Buffer.byteLength(JSON.stringify(value));
+
+/**
+ * Takes items in order while they fit: at most `limit`, and within `budget`
+ * bytes (the first item always goes, so a page is never empty while items
+ * remain). `more` is true when an item was left for the next page.
+ */
+export function takePage<T>(items: Iterable<T>, limit: number, budget: number, size: (item: T) => number = jsonSize): { page: T[]; more: boolean } {
+  const page: T[] = [];
+  let bytes = 0;
+  for (const item of items) {
+    const itemBytes = size(item);
+    if (page.length === limit || (page.length > 0 && bytes + itemBytes > budget)) return { page, more: true };
+    page.push(item);
+    bytes += itemBytes;
+  }
+  return { page, more: false };
+}
