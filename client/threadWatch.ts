@@ -2,12 +2,16 @@ import { createStore } from '@xstate/store';
 import { type BusMessage, type BusStatus, type BusSubscription, decode } from '../bus/index.ts';
 import type { StoredEvent } from '../services/engine/domainEvents.ts';
 import { emptyThreadView, project, projectInto } from '../services/engine/projector.ts';
-import type { ThreadView } from '../services/engine/threadView.ts';
+import type { ThreadView, TurnView } from '../services/engine/threadView.ts';
+import { MAX_CATCH_UP } from '../services/api/apiResults.ts';
 import { TurnloomError } from '../services/errors.ts';
 import type { TurnloomClient } from './turnloomClient.ts';
 
 export interface ThreadWatchContext {
+  /** The thread's head with its newest turns (see `thread.get`); older ones come with `loadOlderTurns`. */
   view: ThreadView | null;
+  /** Where older turns continue (`null`: the view holds the thread from its first turn). */
+  olderCursor: string | null;
   /** Per-thread sequence of the last event folded in. */
   seq: number;
   /** `failed`: an error that retrying cannot fix (no access, the thread is gone, an event that will not fold). */
@@ -26,9 +30,23 @@ export interface ThreadWatchOptions {
 
 const createWatchStore = () =>
   createStore({
-    context: { view: null, seq: 0, status: 'loading', error: null, snapshots: 0, duplicates: 0 } as ThreadWatchContext,
+    context: { view: null, olderCursor: null, seq: 0, status: 'loading', error: null, snapshots: 0, duplicates: 0 } as ThreadWatchContext,
     on: {
-      snapshotLoaded: (context, { view }: { view: ThreadView }) => ({ ...context, view, seq: view.seq, snapshots: context.snapshots + 1 }),
+      snapshotLoaded: (context, { view, olderCursor }: { view: ThreadView; olderCursor: string | null }) => {
+        // Turns before the new window that this client already holds are closed, and closed turns never change: keep them.
+        const kept = context.view ? context.view.turnIds.filter((id) => !view.turns[id] && context.view!.turnIds.indexOf(id) < context.view!.turnIds.indexOf(view.turnIds[0] ?? '')) : [];
+        const merged = kept.length > 0 ? { ...view, turnIds: [...kept, ...view.turnIds], turns: { ...Object.fromEntries(kept.map((id) => [id, context.view!.turns[id]!])), ...view.turns } } : view;
+        return { ...context, view: merged, olderCursor: kept.length > 0 ? context.olderCursor : olderCursor, seq: view.seq, snapshots: context.snapshots + 1 };
+      },
+      olderTurnsLoaded: (context, { turns, olderCursor }: { turns: TurnView[]; olderCursor: string | null }) => {
+        const view = context.view!;
+        const fresh = turns.filter((turn) => !view.turns[turn.id]).reverse();
+        return {
+          ...context,
+          olderCursor,
+          view: { ...view, turnIds: [...fresh.map((turn) => turn.id), ...view.turnIds], turns: { ...Object.fromEntries(fresh.map((turn) => [turn.id, turn])), ...view.turns } },
+        };
+      },
       eventApplied: (context, { event }: { event: StoredEvent }) => ({ ...context, view: project(context.view!, event), seq: event.threadSeq }),
       duplicateDropped: (context) => ({ ...context, duplicates: context.duplicates + 1 }),
       statusChanged: (context, { status }: { status: ThreadWatchContext['status'] }) => ({ ...context, status }),
@@ -137,6 +155,8 @@ export class ThreadWatch {
         continue;
       }
       const { event } = work;
+      // Far behind, a fresh window is cheaper than paging the gap.
+      if (event.threadSeq > this.context.seq + MAX_CATCH_UP) await this.loadSnapshot();
       if (event.threadSeq > this.context.seq + 1) await this.catchUp();
       this.apply(event);
     }
@@ -149,15 +169,24 @@ export class ThreadWatch {
   }
 
   private async loadSnapshot(): Promise<void> {
-    let thread: ThreadView;
+    let window: { thread: ThreadView; olderCursor: string | null };
     try {
-      thread = (await this.client.call('thread.get', { threadId: this.threadId })).thread;
+      window = await this.client.call('thread.get', { threadId: this.threadId });
     } catch (error) {
-      // Too large to send in one answer: the log, folded here, is the same view.
+      // Too large to send in one answer (an open turn over the limit): the log, folded here, is the same view.
       if (!(error instanceof TurnloomError && error.code === 'unavailable' && typeof error.details.size === 'number')) throw error;
-      thread = await this.foldWholeLog();
+      window = { thread: await this.foldWholeLog(), olderCursor: null };
     }
-    if (thread.seq >= this.context.seq) this.store.trigger.snapshotLoaded({ view: thread });
+    if (window.thread.seq >= this.context.seq) this.store.trigger.snapshotLoaded({ view: window.thread, olderCursor: window.olderCursor });
+  }
+
+  /** Brings the next page of older turns into the view; resolves with how many came (0 at the first turn). */
+  async loadOlderTurns(): Promise<number> {
+    const before = this.context.olderCursor;
+    if (before === null || this.context.view === null) return 0;
+    const page = await this.client.call('thread.turns', { threadId: this.threadId, before });
+    this.store.trigger.olderTurnsLoaded(page);
+    return page.turns.length;
   }
 
   private async foldWholeLog(): Promise<ThreadView> {
@@ -178,9 +207,11 @@ export class ThreadWatch {
       try {
         for (;;) {
           const page = await this.client.call('thread.events', { threadId: this.threadId, after: this.context.seq });
-          if (page.snapshotRequired) {
+          const before = this.context.seq;
+          if (page.lastSeq - before > MAX_CATCH_UP) {
             await this.loadSnapshot();
-            continue;
+            // A window could be served: go on from it. If not, the log is all there is, page by page.
+            if (this.context.seq > before) continue;
           }
           for (const event of page.events) this.apply(event);
           if (page.events.length === 0 || this.context.seq >= page.lastSeq) break;

@@ -1,6 +1,6 @@
 import type { ThreadStore } from '../adapters/threadStore.ts';
 import { type Bus, MSGPACK, type Subjects, encode, subjects as subjectsFor } from '../bus/index.ts';
-import { ApiServer, type AuthConfig, Authenticator, publishCommittedEvents } from './api/index.ts';
+import { ApiServer, type AuthConfig, Authenticator, DEFAULT_MAX_PAYLOAD, eventLimitFor, publishCommittedEvents } from './api/index.ts';
 import type { ProviderChoice } from './engine/domainEvents.ts';
 import { Engine } from './engine/engine.ts';
 import { CrashRepair } from './runtime/crashRepair.ts';
@@ -48,7 +48,7 @@ export interface TurnloomServer {
  */
 export async function startTurnloomServer(options: TurnloomServerOptions): Promise<TurnloomServer> {
   const subjects = subjectsFor(options.prefix);
-  const engine = await Engine.open({ store: options.store });
+  const engine = await Engine.open({ store: options.store, maxEventBytes: eventLimitFor(options.maxPayloadBytes ?? DEFAULT_MAX_PAYLOAD) });
   const unpublish = publishCommittedEvents(engine, options.bus, subjects);
   let api: ApiServer;
   try {

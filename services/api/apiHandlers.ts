@@ -2,10 +2,12 @@ import { createHash, randomUUID } from 'node:crypto';
 import type { ProviderChoice } from '../engine/domainEvents.ts';
 import type { Engine, SubmitOptions } from '../engine/engine.ts';
 import { TurnloomError } from '../errors.ts';
-import { type ApiResults, MAX_CATCH_UP, type PendingApproval } from './apiResults.ts';
+import { cutToFit, jsonBytes } from '../engine/cutToFit.ts';
+import { type ApiResults, EVENT_ENVELOPE_BYTES, type PendingApproval, type WireEvent } from './apiResults.ts';
 import type { ApiMethod, ApiParams } from './apiSchemas.ts';
 import type { Principal, Scope } from './auth.ts';
-import { decodeCursor, encodeCursor, jsonSize, takePage } from './paging.ts';
+import { decodeCursor, encodeCursor, takePage } from './paging.ts';
+import { olderTurns, threadWindow } from './threadWindow.ts';
 
 function* filter<T>(items: Iterable<T>, keep: (item: T) => boolean): Iterable<T> {
   for (const item of items) if (keep(item)) yield item;
@@ -56,30 +58,34 @@ export const apiHandlers: { [M in ApiMethod]: Handler<M> } = {
     handle: async ({ engine, replyBudgetBytes }, params) => {
       const before = params.cursor === undefined ? null : decodeCursor('threads', params.cursor);
       const listed = filter(engine.threadsNewestFirst(before), ({ summary }) => params.includeArchived || !summary.archived);
-      const { page, more } = takePage(listed, params.limit, replyBudgetBytes, ({ summary }) => jsonSize(summary));
+      const { page, more } = takePage(listed, params.limit, replyBudgetBytes, ({ summary }) => jsonBytes(summary));
       return { threads: page.map(({ summary }) => summary), nextCursor: more ? encodeCursor('threads', page.at(-1)!.position) : null };
     },
   },
   'thread.get': {
     scope: 'read',
-    handle: async ({ engine }, params) => {
-      const thread = await engine.getThread(params.threadId);
-      return { thread, seq: thread.seq };
+    handle: async ({ engine, replyBudgetBytes }, params) => {
+      const view = await engine.getThread(params.threadId);
+      return { ...threadWindow(view, params.turns, replyBudgetBytes), seq: view.seq };
+    },
+  },
+  'thread.turns': {
+    scope: 'read',
+    handle: async ({ engine, replyBudgetBytes }, params) => {
+      const view = await engine.getThread(params.threadId);
+      return olderTurns(view, decodeCursor('turns', params.before), params.limit, replyBudgetBytes);
     },
   },
   'thread.events': {
     scope: 'read',
     handle: async ({ engine, replyBudgetBytes }, params) => {
       const lastSeq = (await engine.getThread(params.threadId)).seq;
-      // Far behind, a fresh snapshot is cheaper; from the very start, paging the whole log is the way to rebuild one.
-      if (params.after > 0 && lastSeq - params.after > MAX_CATCH_UP) return { events: [], lastSeq, snapshotRequired: true };
-      const events = engine.readEvents(params.threadId, params.after, params.limit);
-      let bytes = 0;
-      const page = events.filter((event, index) => {
-        bytes += Buffer.byteLength(JSON.stringify(event));
-        return index === 0 || bytes <= replyBudgetBytes;
+      // An event stored under a larger limit than this server's still travels, cut with a note: no reader is ever locked out.
+      const fitted = engine.readEvents(params.threadId, params.after, params.limit).map((stored): WireEvent => {
+        const { value, cut } = cutToFit(stored.event, replyBudgetBytes - EVENT_ENVELOPE_BYTES);
+        return cut ? { ...stored, event: value, cut: true } : stored;
       });
-      return { events: page, lastSeq, snapshotRequired: false };
+      return { events: takePage(fitted, params.limit, replyBudgetBytes).page, lastSeq };
     },
   },
   'turn.start': {

@@ -1,6 +1,6 @@
 import type { CommandResult } from '../engine/commands.ts';
 import type { StoredEvent } from '../engine/domainEvents.ts';
-import type { ApprovalView, ThreadSummary, ThreadView } from '../engine/threadView.ts';
+import type { ApprovalView, ThreadSummary, ThreadView, TurnView } from '../engine/threadView.ts';
 import type { ApiMethod } from './apiSchemas.ts';
 
 /** What every mutating method answers: the command's id and the events it wrote. */
@@ -13,16 +13,23 @@ export interface PendingApproval extends ApprovalView {
   turnId: string;
 }
 
-/** Past this many events behind, `thread.events` tells the client to take a fresh snapshot instead. */
+/** Past this many events behind, a fresh `thread.get` is cheaper than paging `thread.events` (the client library's rule). */
 export const MAX_CATCH_UP = 1_000;
+
+/** What a stored event's place in the log (seq, ids, time) adds around it on the wire, at most. */
+export const EVENT_ENVELOPE_BYTES = 1_024;
+
+/** An event as `thread.events` sends it: `cut` when it was larger than one answer may carry and its longest texts were cut, with a note. */
+export type WireEvent = StoredEvent & { cut?: true };
 
 export interface ApiResults {
   'thread.create': MutationResult;
   'thread.rename': MutationResult;
   'thread.archive': MutationResult;
   'thread.list': { threads: ThreadSummary[]; nextCursor: string | null };
-  'thread.get': { thread: ThreadView; seq: number };
-  'thread.events': { events: StoredEvent[]; lastSeq: number; snapshotRequired: boolean };
+  'thread.get': { thread: ThreadView; seq: number; olderTurns: number; olderCursor: string | null };
+  'thread.turns': { turns: TurnView[]; olderCursor: string | null };
+  'thread.events': { events: WireEvent[]; lastSeq: number };
   'turn.start': MutationResult & { turnId: string };
   'turn.interrupt': MutationResult;
   'approval.respond': MutationResult;

@@ -32,7 +32,16 @@ export const apiParams = {
       cursor: z.string().max(200).optional().describe('`nextCursor` of the previous page; newest threads first'),
     })
     .strict(),
-  'thread.get': z.object({ threadId: id }).strict(),
+  'thread.get': z
+    .object({ threadId: id, turns: z.number().int().min(1).max(100).default(20).describe('The newest turns to include (fewer when they would not fit one answer)') })
+    .strict(),
+  'thread.turns': z
+    .object({
+      threadId: id,
+      before: z.string().max(200).describe('`olderCursor` of `thread.get` or of the previous page'),
+      limit: z.number().int().min(1).max(100).default(20),
+    })
+    .strict(),
   'thread.events': z.object({ threadId: id, after: z.number().int().min(0), limit: z.number().int().min(1).max(1_000).default(1_000) }).strict(),
   'turn.start': z.object({ commandId, threadId: id, turnId: id.optional(), input: z.object({ text: z.string().min(1).max(200_000) }).strict(), provider: provider.optional() }).strict(),
   'turn.interrupt': z.object({ commandId, threadId: id, turnId: id.optional(), reason: z.string().max(1_000).default('interrupted by the user') }).strict(),

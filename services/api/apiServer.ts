@@ -4,6 +4,7 @@ import type { ProviderChoice } from '../engine/domainEvents.ts';
 import type { Engine } from '../engine/engine.ts';
 import { TurnloomError } from '../errors.ts';
 import { type ApiContext, apiHandlers } from './apiHandlers.ts';
+import { EVENT_ENVELOPE_BYTES } from './apiResults.ts';
 import { type ApiMethod, apiMethods, apiParams, isApiMethod } from './apiSchemas.ts';
 import { type Authenticator, type Principal, requireScope } from './auth.ts';
 import { EngineClaim } from './engineClaim.ts';
@@ -26,6 +27,15 @@ export const API_QUEUE_GROUP = 'turnloom-api';
 
 const REPLY_HEADROOM = 4_096;
 
+/** NATS's own default `max_payload`. */
+export const DEFAULT_MAX_PAYLOAD = 1024 * 1024;
+
+/** What one answer's content may take: half the payload limit, so either encoding fits with headers to spare. */
+export const replyBudgetFor = (maxPayloadBytes: number): number => Math.floor(maxPayloadBytes / 2);
+
+/** The largest one stored event may be, so that `thread.events` can always send it whole. */
+export const eventLimitFor = (maxPayloadBytes: number): number => replyBudgetFor(maxPayloadBytes) - EVENT_ENVELOPE_BYTES;
+
 /** Who calls a method that needs no scope (health): nobody in particular. */
 const unauthenticated: Principal = { name: 'anonymous', scopes: new Set() };
 
@@ -47,7 +57,7 @@ export class ApiServer {
 
   constructor(options: ApiServerOptions) {
     this.options = options;
-    this.maxPayload = options.maxPayloadBytes ?? 1024 * 1024;
+    this.maxPayload = options.maxPayloadBytes ?? DEFAULT_MAX_PAYLOAD;
     this.claim = new EngineClaim(options.bus, options.subjects);
     for (const method of apiMethods) {
       // Micro endpoint names allow only letters, digits, "_" and "-"; the subject keeps the dotted method.
@@ -133,7 +143,7 @@ export class ApiServer {
       principal,
       defaultProvider: this.options.defaultProvider,
       providers: this.options.providers ?? null,
-      replyBudgetBytes: Math.floor(this.maxPayload / 2),
+      replyBudgetBytes: replyBudgetFor(this.maxPayload),
       service: { name: 'turnloom', version: this.options.version, instance: this.instance, startedAt: this.startedAt.getTime() },
     };
     return (handler.handle as (context: ApiContext, params: unknown) => Promise<unknown>)(context, parsed.data);

@@ -1,3 +1,4 @@
+import { jsonBytes } from '../engine/cutToFit.ts';
 import { TurnloomError } from '../errors.ts';
 
 /**
@@ -17,15 +18,12 @@ export function decodeCursor(kind: string, cursor: string): number {
   return position;
 }
 
-/** Bytes of the JSON encoding: the larger of the two a client may ask for, so a page that fits in JSON fits in msgpack. */
-export const jsonSize = (value: unknown): number => Buffer.byteLength(JSON.stringify(value));
-
 /**
  * Takes items in order while they fit: at most `limit`, and within `budget`
  * bytes (the first item always goes, so a page is never empty while items
  * remain). `more` is true when an item was left for the next page.
  */
-export function takePage<T>(items: Iterable<T>, limit: number, budget: number, size: (item: T) => number = jsonSize): { page: T[]; more: boolean } {
+export function takePage<T>(items: Iterable<T>, limit: number, budget: number, size: (item: T) => number = jsonBytes): { page: T[]; more: boolean } {
   const page: T[] = [];
   let bytes = 0;
   for (const item of items) {

@@ -73,6 +73,11 @@ export type SystemCommand =
 
 export type Command = ClientCommand | SystemCommand;
 
+const systemCommandTypes: ReadonlySet<Command['type']> = new Set<SystemCommand['type']>(['turn.record', 'turn.settle', 'approval.expire', 'session.confirmStopped', 'turn.repair']);
+
+/** What the system submits (worker output, deadlines, repair) rather than a client. */
+export const isSystemCommand = (command: Command): command is SystemCommand => systemCommandTypes.has(command.type);
+
 /**
  * Command ids the system makes for itself, under a prefix clients may not use,
  * keyed by thread (turn and approval ids are only unique within one), so no

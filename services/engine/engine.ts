@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { ListedThread, Receipt, ThreadHead, ThreadStore } from '../../adapters/threadStore.ts';
 import { wellFormed } from '../../bus/wellFormed.ts';
-import type { Command, CommandResult } from './commands.ts';
+import { type Command, type CommandResult, isSystemCommand } from './commands.ts';
 import { decide } from './decide.ts';
 import type { StoredEvent } from './domainEvents.ts';
 import { TurnloomError } from '../errors.ts';
@@ -29,6 +29,12 @@ export interface EngineOptions {
    * go first. A retry after that is a new command.
    */
   receipts?: { ttlMs?: number; maxCount?: number };
+  /**
+   * The largest one event may be, as JSON (default 508 KiB: half of NATS's
+   * default 1 MiB payload, less room for the envelope). A client command
+   * over it is refused; system output over it is cut with a note.
+   */
+  maxEventBytes?: number;
 }
 
 export interface SubmitOptions {
@@ -81,6 +87,7 @@ export class Engine {
   private readonly snapshotEvery: number;
   private readonly receiptTtlMs: number;
   private readonly maxReceipts: number;
+  private readonly maxEventBytes: number;
   private expiring = false;
   private readonly inspect: InspectListener | undefined;
   private readonly loaded = new Map<string, LoadedThread>();
@@ -100,6 +107,7 @@ export class Engine {
     this.snapshotEvery = options.snapshotEvery ?? 100;
     this.receiptTtlMs = options.receipts?.ttlMs ?? 24 * 60 * 60 * 1_000;
     this.maxReceipts = options.receipts?.maxCount ?? 100_000;
+    this.maxEventBytes = options.maxEventBytes ?? 508 * 1024;
     this.inspect = options.inspect;
   }
 
@@ -212,7 +220,7 @@ export class Engine {
       lastUsed: at,
     };
 
-    const draft = new ThreadDraft(thread.actors, thread.view, at);
+    const draft = new ThreadDraft(thread.actors, thread.view, at, { maxEventBytes: this.maxEventBytes, oversize: isSystemCommand(command) ? 'cut' : 'refuse' });
     let diagnostics: number;
     try {
       diagnostics = decide(command, draft);

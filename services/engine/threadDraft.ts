@@ -1,12 +1,23 @@
 import { type AnyMachineSnapshot, initialTransition, transition } from 'xstate';
 import { lifecycleMachines, type LifecycleMachineName } from '../../machines/index.ts';
 import type { DomainEvent } from './domainEvents.ts';
-import { IllegalTransition } from '../errors.ts';
+import { IllegalTransition, TurnloomError } from '../errors.ts';
+import { cutToFit, jsonBytes } from './cutToFit.ts';
 import { projectInto } from './projector.ts';
 import { type Delivery, actorKey, routeEvent } from './routeEvent.ts';
 import { assertAccepts, stateName } from '../strictSend.ts';
 import type { ThreadActors } from './threadActors.ts';
 import type { ThreadView } from './threadView.ts';
+
+/**
+ * Every stored event must travel in one answer, in either encoding. What a
+ * client sends over that is refused; what the system records (provider and
+ * tool output) is cut with a note instead, so a turn is never lost to it.
+ */
+export interface EventLimits {
+  maxEventBytes: number;
+  oversize: 'refuse' | 'cut';
+}
 
 export interface StagedActor {
   machine: LifecycleMachineName;
@@ -47,10 +58,12 @@ export class ThreadDraft {
   readonly deliveries: Delivery[] = [];
   private staged = new Map<string, StagedActor>();
   private readonly actors: ThreadActors;
+  private readonly limits: EventLimits;
 
-  constructor(actors: ThreadActors, view: ThreadView, at: number) {
+  constructor(actors: ThreadActors, view: ThreadView, at: number, limits: EventLimits) {
     this.threadId = actors.threadId;
     this.actors = actors;
+    this.limits = limits;
     this.base = view;
     // The draft owns its own turns record; the base view stays untouched.
     this.view = { ...view, turns: { ...view.turns } };
@@ -67,7 +80,21 @@ export class ThreadDraft {
     return { machine: machine as LifecycleMachineName, id: id.join(':'), input, snapshot };
   }
 
-  emit(event: DomainEvent): void {
+  /** An event over the size limit: a client's is refused, the system's (a provider's output) is cut with a note. */
+  private fit(event: DomainEvent): DomainEvent {
+    const { value, cut } = cutToFit(event, this.limits.maxEventBytes);
+    if (!cut) return event;
+    if (this.limits.oversize === 'cut') return value;
+    const size = jsonBytes(event);
+    throw new TurnloomError('invalid_payload', `${event.type} would take ${size} bytes as JSON, over the ${this.limits.maxEventBytes}-byte limit of one event; send less`, {
+      event: event.type,
+      size,
+      limit: this.limits.maxEventBytes,
+    });
+  }
+
+  emit(original: DomainEvent): void {
+    const event = this.fit(original);
     const deliveries = routeEvent(event);
     const staged = new Map(this.staged);
     for (const delivery of deliveries) {

@@ -104,7 +104,7 @@ describe('client catch-up when things go wrong', () => {
     await fx.dispose();
   });
 
-  it('folds the whole log when the snapshot is too large to send, and pages stay under the limit', async () => {
+  it('serves a long thread as a window of its newest turns, and pages the older ones', async () => {
     const client = new TurnloomClient(await fx.connect(), { prefix: fx.prefix });
     const { threadId } = await client.call('thread.create', {});
     // Three turns with long messages: a view far larger than one 64 KiB answer.
@@ -113,11 +113,41 @@ describe('client catch-up when things go wrong', () => {
       await fx.server.engine.submit({ type: 'turn.settle', commandId: `done-${i}`, threadId, turnId, outcome: { kind: 'failed', error: 'no worker here' } });
     }
     const { turnId } = await client.call('turn.start', { threadId, input: { text: 'one more' } });
-    await expect(client.call('thread.get', { threadId })).rejects.toMatchObject({ code: 'unavailable', details: { size: expect.any(Number) } });
+    const window = await client.call('thread.get', { threadId });
+    expect(window.thread.turnIds.at(-1)).toBe(turnId);
+    expect(window.olderTurns).toBeGreaterThan(0);
+    expect(window.olderTurns + window.thread.turnIds.length).toBe(4);
     const page = await client.call('thread.events', { threadId, after: 0 });
     expect(page.events.length).toBeLessThan((await fx.server.engine.getThread(threadId)).seq);
-    expect(page.snapshotRequired).toBe(false);
 
+    const watch = await client.watchThread(threadId);
+    expect(watch.context.view).toEqual(window.thread);
+    while ((await watch.loadOlderTurns()) > 0);
+    expect(watch.context.olderCursor).toBeNull();
+    expect(watch.context.view).toEqual(await fx.server.engine.getThread(threadId));
+    await client.call('turn.interrupt', { threadId, turnId });
+    await expect.poll(() => watch.context.view?.turns[turnId]?.state).toMatch(/^interrupting/);
+    watch.close();
+  });
+
+  it('folds the whole log when even the open turn is too large to send', async () => {
+    const client = new TurnloomClient(await fx.connect(), { prefix: fx.prefix });
+    const { threadId } = await client.call('thread.create', {});
+    const { turnId } = await client.call('turn.start', { threadId, input: { text: 'x'.repeat(30_000) } });
+    await fx.server.engine.submit({
+      type: 'turn.record',
+      commandId: `${threadId}-long`,
+      threadId,
+      turnId,
+      events: [
+        { type: 'session.started', providerSessionId: null },
+        { type: 'turn.started', turnId },
+        { type: 'step.started', turnId, step: 1 },
+        { type: 'part.started', turnId, partId: 'p1', step: 1, kind: 'text' },
+        { type: 'part.delta', turnId, partId: 'p1', text: 'y'.repeat(30_000) },
+      ],
+    });
+    await expect(client.call('thread.get', { threadId })).rejects.toMatchObject({ code: 'unavailable', details: { size: expect.any(Number), turnId } });
     const watch = await client.watchThread(threadId);
     expect(watch.context.view).toEqual(await fx.server.engine.getThread(threadId));
     await client.call('turn.interrupt', { threadId, turnId });
