@@ -37,6 +37,7 @@ export class DataFolderLocked extends TurnloomError {
  * | `openTurns` | threadId                | turnId (what repair looks at)  |
  * | `receiptAges` | [at, commandId]       | 1 (receipts oldest first, for expiry) |
  * | `threadOrder` | seq of `thread.created` | threadId (listing, newest first) |
+ * | `ownerThreads` | [owner or '', seq of `thread.created`] | threadId (one owner's listing) |
  * | `meta`      | `owner`                 | ProcessIdentity (the folder lock) |
  */
 export class LmdbStore implements ThreadStore {
@@ -51,6 +52,7 @@ export class LmdbStore implements ThreadStore {
   private readonly openTurnIndex: Database<string, string>;
   private readonly receiptAges: Database<1, [number, string]>;
   private readonly threadOrder: Database<string, number>;
+  private readonly ownerThreads: Database<string, [string, number]>;
   private readonly meta: Database<ProcessIdentity, string>;
   private readonly owner: ProcessIdentity;
 
@@ -67,6 +69,7 @@ export class LmdbStore implements ThreadStore {
     this.openTurnIndex = this.env.openDB({ name: 'openTurns' });
     this.receiptAges = this.env.openDB({ name: 'receiptAges' });
     this.threadOrder = this.env.openDB({ name: 'threadOrder' });
+    this.ownerThreads = this.env.openDB({ name: 'ownerThreads' });
     this.meta = this.env.openDB({ name: 'meta' });
     this.owner = currentProcess();
     try {
@@ -78,15 +81,20 @@ export class LmdbStore implements ThreadStore {
     this.indexThreadOrder();
   }
 
-  /** Folders written before the listing had its index get one: each thread's place is its first event's sequence. */
+  /** Folders written before the listing had its indexes get them: each thread's place is its first event's sequence. */
   private indexThreadOrder(): void {
     if ((this.threadOrder.getStats() as { entryCount: number }).entryCount > 0) return;
     this.env.transactionSync(() => {
-      for (const threadId of this.summaries.getKeys()) {
+      for (const { key: threadId, value: summary } of this.summaries.getRange({})) {
         const seq = this.threadLog.get([threadId, 1]);
-        if (seq !== undefined) this.threadOrder.put(seq, threadId);
+        if (seq !== undefined) this.indexThread(seq, threadId, summary.owner ?? null);
       }
     });
+  }
+
+  private indexThread(position: number, threadId: string, owner: string | null): void {
+    this.threadOrder.put(position, threadId);
+    this.ownerThreads.put([owner ?? '', position], threadId);
   }
 
   /**
@@ -138,11 +146,21 @@ export class LmdbStore implements ThreadStore {
     return [...this.log.getRange({ start: after + 1, limit }).map(({ value }) => value)];
   }
 
-  *threadsNewestFirst(before: number | null): Iterable<ListedThread> {
-    for (const { key, value } of this.threadOrder.getRange({ reverse: true, ...(before === null ? {} : { start: before - 1 }) })) {
-      const summary = this.summaries.get(value);
-      if (summary) yield { position: key, summary };
+  *threadsNewestFirst(before: number | null, owner?: string | null): Iterable<ListedThread> {
+    const entries =
+      owner === undefined
+        ? this.threadOrder.getRange({ reverse: true, ...(before === null ? {} : { start: before - 1 }) }).map(({ key, value }) => ({ position: key, threadId: value }))
+        : this.ownerThreads
+            .getRange({ reverse: true, start: [owner ?? '', before === null ? Number.MAX_SAFE_INTEGER : before - 1], end: [owner ?? '', -1] })
+            .map(({ key, value }) => ({ position: key[1], threadId: value }));
+    for (const { position, threadId } of entries) {
+      const summary = this.summaries.get(threadId);
+      if (summary) yield { position, summary };
     }
+  }
+
+  readSummary(threadId: string): ThreadSummary | undefined {
+    return this.summaries.get(threadId);
   }
 
   openTurns(): Array<{ threadId: string; turnId: string }> {
@@ -165,7 +183,7 @@ export class LmdbStore implements ThreadStore {
         this.threadLog.put([batch.threadId, threadSeq], seq);
         return storedEvent;
       });
-      if (batch.expectedThreadSeq === 0 && events[0]) this.threadOrder.put(events[0].seq, batch.threadId);
+      if (batch.expectedThreadSeq === 0 && events[0]) this.indexThread(events[0].seq, batch.threadId, batch.head.owner);
       this.threads.put(batch.threadId, batch.head);
       for (const turn of batch.turns) this.turns.put([batch.threadId, turn.id], turn);
       this.summaries.put(batch.threadId, summarize({ ...batch.head, turns: {} }));

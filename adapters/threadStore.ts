@@ -62,11 +62,13 @@ export interface ThreadStore {
   readLog(after: number, limit: number): StoredEvent[];
   /**
    * Threads newest first (by when they were created), starting after
-   * position `before` when given. Lazy: a caller reads only what it needs.
+   * position `before` when given; with `owner`, only that owner's (`null`:
+   * only those that belong to nobody). Lazy: a caller reads only what it needs.
    * `position` is stable for the life of the thread, so paging with it sees
    * every older thread exactly once while new ones are added.
    */
-  threadsNewestFirst(before: number | null): Iterable<ListedThread>;
+  threadsNewestFirst(before: number | null, owner?: string | null): Iterable<ListedThread>;
+  readSummary(threadId: string): ThreadSummary | undefined;
   /** Threads that have an open turn: what crash repair looks at. */
   openTurns(): Array<{ threadId: string; turnId: string }>;
   /** Writes the batch atomically; resolves with the stored events once durable. */

@@ -98,11 +98,18 @@ export class SqliteStore implements ThreadStore {
     return this.db.prepare('select data from log where seq > ? order by seq limit ?').all(after, limit).map((row) => decode<StoredEvent>(row)!);
   }
 
-  *threadsNewestFirst(before: number | null): Iterable<ListedThread> {
+  *threadsNewestFirst(before: number | null, owner?: string | null): Iterable<ListedThread> {
     const rows = this.db
       .prepare('select s.data as data, l.seq as position from summaries s join log l on l.thread_id = s.thread_id and l.thread_seq = 1 where l.seq < ? order by l.seq desc')
       .all(before ?? Number.MAX_SAFE_INTEGER);
-    for (const row of rows) yield { position: Number(row.position), summary: decode<ThreadSummary>(row)! };
+    for (const row of rows) {
+      const summary = decode<ThreadSummary>(row)!;
+      if (owner === undefined || summary.owner === owner) yield { position: Number(row.position), summary };
+    }
+  }
+
+  readSummary(threadId: string): ThreadSummary | undefined {
+    return decode(this.db.prepare('select data from summaries where thread_id = ?').get(threadId));
   }
 
   openTurns(): Array<{ threadId: string; turnId: string }> {

@@ -14,7 +14,7 @@ function turnCommands(threadId: string): Command[] {
   const rec = (n: number, events: DomainEvent[]): Command => ({ type: 'turn.record', commandId: id(n), threadId, turnId, events });
   const usage = { input: 100, output: 20, reasoning: 0, cacheRead: 0, cacheWrite: 0 };
   return [
-    { type: 'thread.create', commandId: id(0), threadId, title: 'bench', workspace: null },
+    { type: 'thread.create', commandId: id(0), threadId, title: 'bench', workspace: null, owner: null },
     { type: 'turn.start', commandId: id(1), threadId, turnId, input: { text: 'fix the race' }, provider: { name: 'scripted', model: null } },
     rec(2, [{ type: 'session.started', providerSessionId: null }, { type: 'turn.started', turnId }, { type: 'step.started', turnId, step: 1 }]),
     rec(3, [

@@ -40,6 +40,8 @@ export type BusStatus = 'connected' | 'disconnected' | 'reconnecting' | 'closed'
 export interface Bus {
   /** Every subscriber lives in this process, so once `flush()` resolves everything published so far was handled. */
   readonly local: boolean;
+  /** A fresh inbox subject under this connection's inbox prefix: where messages meant for this connection alone go. */
+  inbox(): string;
   publish(subject: string, data: Uint8Array, options?: PublishOptions): void;
   subscribe(subject: string, handler: (message: BusMessage) => void, options?: SubscribeOptions): BusSubscription;
   request(subject: string, data: Uint8Array, options?: RequestOptions): Promise<BusMessage>;

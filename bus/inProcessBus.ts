@@ -113,10 +113,14 @@ export class InProcessBus implements Bus {
     };
   }
 
+  inbox(): string {
+    return `_INBOX.${randomUUID().replaceAll('-', '')}`;
+  }
+
   request(subject: string, data: Uint8Array, options: RequestOptions = {}): Promise<BusMessage> {
     this.assertOpen(subject);
     assertSubject(subject, false);
-    const inbox = `_INBOX.${randomUUID().replaceAll('-', '')}`;
+    const inbox = this.inbox();
     return new Promise<BusMessage>((resolve, reject) => {
       const finish = (outcome: () => void) => {
         clearTimeout(timer);

@@ -1,4 +1,4 @@
-import { type ConnectionOptions, type MsgHdrs, type NatsConnection, RequestError, TimeoutError, connect, headers as natsHeaders } from '@nats-io/transport-node';
+import { type ConnectionOptions, type MsgHdrs, type NatsConnection, RequestError, TimeoutError, connect, createInbox, headers as natsHeaders } from '@nats-io/transport-node';
 import {
   type Bus,
   BusError,
@@ -31,8 +31,11 @@ export class NatsBus implements Bus {
   private readonly statusListeners = new Set<(status: BusStatus) => void>();
   private readonly errorListeners = new Set<(error: BusError) => void>();
 
-  private constructor(nc: NatsConnection) {
+  private readonly inboxPrefix: string;
+
+  private constructor(nc: NatsConnection, inboxPrefix: string) {
     this.nc = nc;
+    this.inboxPrefix = inboxPrefix;
     this.watchStatus().catch((error: unknown) => console.error('turnloom bus: status watcher stopped', error));
   }
 
@@ -42,7 +45,11 @@ export class NatsBus implements Bus {
    */
   static async connect(options: ConnectionOptions): Promise<NatsBus> {
     const nc = await connect({ maxReconnectAttempts: -1, reconnectTimeWait: 250, ...options });
-    return new NatsBus(nc);
+    return new NatsBus(nc, options.inboxPrefix ?? '_INBOX');
+  }
+
+  inbox(): string {
+    return createInbox(this.inboxPrefix);
   }
 
   /** The largest message the server accepts (its `max_payload`, from the INFO it sent on connect). */

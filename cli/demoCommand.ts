@@ -1,9 +1,8 @@
 import { resolve } from 'node:path';
-import { InProcessHub, MSGPACK, decode } from '../bus/index.ts';
+import { InProcessHub } from '../bus/index.ts';
 import { TurnloomClient } from '../client/index.ts';
 import type { TurnView } from '../services/engine/threadView.ts';
-import type { LiveDelta } from '../services/runtime/stepIngestion.ts';
-import { type TurnloomServer, startTurnloomServer } from '../services/turnloomServer.ts';
+import { startTurnloomServer } from '../services/turnloomServer.ts';
 import { parseOptions } from './cliErrors.ts';
 import { openStore } from './openStore.ts';
 import { providersFromEnvironment } from './providerRegistry.ts';
@@ -46,28 +45,26 @@ export async function demoCommand(args: string[]): Promise<number> {
     throw error;
   });
   try {
-    return await runDemo(server, hub, dataDir, setup.summary, values.prompt!, values.deny!);
+    return await runDemo(hub, dataDir, setup.summary, values.prompt!, values.deny!);
   } finally {
     await server.stop();
   }
 }
 
-async function runDemo(server: TurnloomServer, hub: InProcessHub, dataDir: string, summary: string, prompt: string, deny: boolean): Promise<number> {
+async function runDemo(hub: InProcessHub, dataDir: string, summary: string, prompt: string, deny: boolean): Promise<number> {
   const client = new TurnloomClient(hub.connect());
   console.log(`turnloom demo — in-process bus, data in ${dataDir}, ${summary}\n`);
 
   const { threadId } = await client.call('thread.create', { title: 'demo', workspace: process.cwd() });
   const watch = await client.watchThread(threadId);
   let lastPart = '';
-  client.bus.subscribe(server.subjects.live(threadId), (message) => {
-    const delta = decode(message.data, MSGPACK) as LiveDelta;
+  watch.onLive((delta) => {
     if (delta.partId !== lastPart) {
       process.stdout.write(`\n[${delta.kind}] `);
       lastPart = delta.partId;
     }
     process.stdout.write(delta.text);
   });
-  await client.bus.flush();
 
   console.log(`> ${prompt}`);
   const { turnId } = await client.call('turn.start', { threadId, input: { text: prompt } });

@@ -102,7 +102,7 @@ export async function replayRecording(file: string, protocol: WireProtocol): Pro
   }
   try {
     const { engine } = server;
-    await engine.submit({ type: 'thread.create', commandId: 'replay-thread', threadId: 'replay', title: file, workspace: null });
+    await engine.submit({ type: 'thread.create', commandId: 'replay-thread', threadId: 'replay', title: file, workspace: null, owner: null });
     await engine.submit({ type: 'turn.start', commandId: 'replay-turn', threadId: 'replay', turnId: 'replay', input: { text: 'replay' }, provider: { name: protocol, model: null } });
     let view = await engine.getThread('replay');
     for (const deadline = Date.now() + 30_000; view.openTurnId && Date.now() < deadline; view = await engine.getThread('replay')) {

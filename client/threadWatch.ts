@@ -1,9 +1,11 @@
 import { createStore } from '@xstate/store';
-import { type BusMessage, type BusStatus, type BusSubscription, decode } from '../bus/index.ts';
+import { type BusMessage, type BusStatus, type BusSubscription, MSGPACK, decode } from '../bus/index.ts';
 import type { StoredEvent } from '../services/engine/domainEvents.ts';
 import { emptyThreadView, project, projectInto } from '../services/engine/projector.ts';
 import type { ThreadView, TurnView } from '../services/engine/threadView.ts';
 import { MAX_CATCH_UP } from '../services/api/apiResults.ts';
+import { WATCH_KIND_HEADER } from '../services/api/threadWatches.ts';
+import type { LiveDelta } from '../services/runtime/stepIngestion.ts';
 import { TurnloomError } from '../services/errors.ts';
 import type { TurnloomClient } from './turnloomClient.ts';
 
@@ -26,7 +28,17 @@ export interface ThreadWatchContext {
 export interface ThreadWatchOptions {
   /** Also ask the log for anything new this often, in case the last event of a burst was lost (default 10 s). */
   pollMs?: number;
+  /**
+   * How events arrive. `api` (default): `thread.watch` delivers them to this
+   * connection's own inbox after the server checked the token, which works
+   * for clients that may not subscribe to raw event subjects. `subjects`:
+   * subscribe to `<p>.v1.evt.<thread>` and `<p>.v1.live.<thread>` directly
+   * (trusted processes, one hop less).
+   */
+  via?: 'api' | 'subjects';
 }
+
+type LiveListener = (delta: LiveDelta) => void;
 
 const createWatchStore = () =>
   createStore({
@@ -81,11 +93,18 @@ export class ThreadWatch {
   private unwatchStatus: (() => void) | undefined;
   private poller: NodeJS.Timeout | undefined;
   private lastStatus: BusStatus = 'connected';
+  private readonly via: 'api' | 'subjects';
+  private readonly liveListeners = new Set<LiveListener>();
+  private liveSubscription: BusSubscription | undefined;
+  private watchId: string | undefined;
+  private inbox = '';
+  private renewer: NodeJS.Timeout | undefined;
 
   constructor(client: TurnloomClient, threadId: string, options: ThreadWatchOptions = {}) {
     this.client = client;
     this.threadId = threadId;
     this.pollMs = options.pollMs ?? 10_000;
+    this.via = options.via ?? 'api';
   }
 
   get context(): ThreadWatchContext {
@@ -98,11 +117,21 @@ export class ThreadWatch {
 
   async start(): Promise<void> {
     const { bus, subjects } = this.client;
-    this.subscription = bus.subscribe(subjects.events(this.threadId), (message) => this.receive(message));
     // The subscription must be in place before the snapshot is read, or events between the two would be lost.
-    await bus.flush();
+    if (this.via === 'api') {
+      this.inbox = bus.inbox();
+      this.subscription = bus.subscribe(this.inbox, (message) => (message.headers[WATCH_KIND_HEADER] === 'live' ? this.hearLive(message) : this.receive(message)));
+      await bus.flush();
+      await this.renew();
+    } else {
+      this.subscription = bus.subscribe(subjects.events(this.threadId), (message) => this.receive(message));
+      await bus.flush();
+    }
     this.unwatchStatus = bus.onStatus((status) => {
-      if (status === 'connected' && this.lastStatus !== 'connected') this.enqueue({ kind: 'catchUp' });
+      if (status === 'connected' && this.lastStatus !== 'connected') {
+        if (this.via === 'api') this.renewSoon();
+        this.enqueue({ kind: 'catchUp' });
+      }
       this.lastStatus = status;
     });
     await this.loadSnapshot();
@@ -113,6 +142,50 @@ export class ThreadWatch {
     }, this.pollMs);
     this.poller.unref();
     this.pump();
+  }
+
+  /**
+   * Starts or renews the server-side watch. A renewal that finds it gone
+   * (the server restarted, or it lapsed) starts it again, and whatever was
+   * published meanwhile is caught up from the log.
+   */
+  private async renew(): Promise<void> {
+    const answer = await this.client.call('thread.watch', { threadId: this.threadId, deliverTo: this.inbox, ...(this.watchId ? { watchId: this.watchId } : {}) });
+    const renewal = this.watchId !== undefined;
+    this.watchId = answer.watchId;
+    if (renewal && answer.created) this.enqueue({ kind: 'catchUp' });
+    clearTimeout(this.renewer);
+    this.renewer = setTimeout(() => this.renewSoon(), Math.max(100, answer.expiresInMs / 3));
+    this.renewer.unref();
+  }
+
+  private renewSoon(): void {
+    if (this.stopped) return;
+    this.renew().catch((error: unknown) => {
+      if (!transient(error)) return this.fail(error);
+      clearTimeout(this.renewer);
+      this.renewer = setTimeout(() => this.renewSoon(), 1_000);
+      this.renewer.unref();
+    });
+  }
+
+  /** Hears the thread's live deltas (the typing effect; never stored, may be lost); returns how to stop. */
+  onLive(listener: LiveListener): () => void {
+    this.liveListeners.add(listener);
+    if (this.via === 'subjects' && !this.liveSubscription) {
+      this.liveSubscription = this.client.bus.subscribe(this.client.subjects.live(this.threadId), (message) => this.hearLive(message));
+    }
+    return () => this.liveListeners.delete(listener);
+  }
+
+  private hearLive(message: BusMessage): void {
+    let delta: LiveDelta;
+    try {
+      delta = decode(message.data, MSGPACK) as LiveDelta;
+    } catch {
+      return; // A garbled delta is a lost one; the durable text comes with the events.
+    }
+    for (const listener of this.liveListeners) listener(delta);
   }
 
   private receive(message: BusMessage): void {
@@ -144,6 +217,7 @@ export class ThreadWatch {
   private fail(error: unknown): void {
     this.pending.length = 0;
     clearInterval(this.poller);
+    clearTimeout(this.renewer);
     this.store.trigger.failed({ error: error instanceof Error ? error.message : String(error) });
   }
 
@@ -232,8 +306,13 @@ export class ThreadWatch {
 
   close(): void {
     this.subscription?.unsubscribe();
+    this.liveSubscription?.unsubscribe();
     this.unwatchStatus?.();
     clearInterval(this.poller);
+    clearTimeout(this.renewer);
+    this.liveListeners.clear();
     this.store.trigger.statusChanged({ status: 'closed' });
+    // The server drops a lapsed watch by itself; telling it is only courtesy, so a failure here is no one's concern.
+    if (this.watchId) this.client.call('thread.unwatch', { watchId: this.watchId }).catch(() => undefined);
   }
 }

@@ -1,6 +1,6 @@
 import type { ThreadStore } from '../adapters/threadStore.ts';
 import { type Bus, MSGPACK, type Subjects, encode, subjects as subjectsFor } from '../bus/index.ts';
-import { ApiServer, type AuthConfig, Authenticator, DEFAULT_MAX_PAYLOAD, eventLimitFor, publishCommittedEvents } from './api/index.ts';
+import { ApiServer, type AuthConfig, Authenticator, DEFAULT_MAX_PAYLOAD, type ThreadWatchesOptions, eventLimitFor, publishCommittedEvents } from './api/index.ts';
 import type { ProviderChoice } from './engine/domainEvents.ts';
 import { Engine } from './engine/engine.ts';
 import { CrashRepair } from './runtime/crashRepair.ts';
@@ -28,6 +28,8 @@ export interface TurnloomServerOptions {
   interruptDeadlineMs?: number;
   /** An approval nobody answers expires after this long (default: never). */
   approvalTimeoutMs?: number | null;
+  /** Limits of `thread.watch` (how long a watch lives unrenewed, how many). */
+  watches?: ThreadWatchesOptions;
 }
 
 export interface TurnloomServer {
@@ -60,6 +62,7 @@ export async function startTurnloomServer(options: TurnloomServerOptions): Promi
       defaultProvider: options.defaultProvider ?? { name: 'scripted', model: null },
       ...(options.providers ? { providers: Object.keys(options.providers) } : {}),
       ...(options.maxPayloadBytes ? { maxPayloadBytes: options.maxPayloadBytes } : {}),
+      ...(options.watches ? { watches: options.watches } : {}),
       version: VERSION,
     }).start();
   } catch (error) {

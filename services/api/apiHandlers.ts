@@ -1,21 +1,24 @@
 import { createHash, randomUUID } from 'node:crypto';
+import { isInbox } from '../../bus/index.ts';
+import { cutToFit, jsonBytes } from '../engine/cutToFit.ts';
 import type { ProviderChoice } from '../engine/domainEvents.ts';
 import type { Engine, SubmitOptions } from '../engine/engine.ts';
+import type { ListedThread } from '../../adapters/threadStore.ts';
 import { TurnloomError } from '../errors.ts';
-import { cutToFit, jsonBytes } from '../engine/cutToFit.ts';
+import { mayUse, readableThread, requireThread } from './access.ts';
 import { type ApiResults, EVENT_ENVELOPE_BYTES, type PendingApproval, type WireEvent } from './apiResults.ts';
 import type { ApiMethod, ApiParams } from './apiSchemas.ts';
 import type { Principal, Scope } from './auth.ts';
-import { decodeCursor, encodeCursor, takePage } from './paging.ts';
+import { decodeCursor, decodePosition, encodeCursor, takePage } from './paging.ts';
+import type { ThreadWatches } from './threadWatches.ts';
 import { olderTurns, threadWindow } from './threadWindow.ts';
-
-function* filter<T>(items: Iterable<T>, keep: (item: T) => boolean): Iterable<T> {
-  for (const item of items) if (keep(item)) yield item;
-}
 
 export interface ApiContext {
   engine: Engine;
   principal: Principal;
+  /** Where the caller's answer goes: its inbox, whose prefix says whose connection it is. */
+  replyTo: string;
+  watches: ThreadWatches;
   defaultProvider: ProviderChoice;
   /** Provider names this server runs turns with; `null` when turns run elsewhere (any name may be served). */
   providers: readonly string[] | null;
@@ -36,50 +39,86 @@ const commandIdOf = (params: { commandId?: string | undefined }) => params.comma
 /** Only a command id the client chose can come back in a retry, so only its rejection is kept. */
 const idOrigin = (params: { commandId?: string | undefined }): SubmitOptions => ({ clientCommandId: params.commandId !== undefined });
 
+function* filter<T>(items: Iterable<T>, keep: (item: T) => boolean): Iterable<T> {
+  for (const item of items) if (keep(item)) yield item;
+}
+
+/** Two newest-first listings as one. */
+function* newestOfBoth(a: Iterable<ListedThread>, b: Iterable<ListedThread>): Iterable<ListedThread> {
+  const left = a[Symbol.iterator]();
+  const right = b[Symbol.iterator]();
+  let x = left.next();
+  let y = right.next();
+  while (!x.done || !y.done) {
+    if (y.done || (!x.done && x.value.position > y.value.position)) {
+      yield x.value;
+      x = left.next();
+    } else {
+      yield y.value;
+      y = right.next();
+    }
+  }
+}
+
+/** What a principal sees listed: every thread for an admin; otherwise its own and those that belong to nobody. */
+function visibleThreads(engine: Engine, principal: Principal, before: number | null): Iterable<ListedThread> {
+  if (principal.scopes.has('admin')) return engine.threadsNewestFirst(before);
+  return newestOfBoth(engine.threadsNewestFirst(before, principal.name), engine.threadsNewestFirst(before, null));
+}
+
+/** The inbox prefix (first token) of a subject: which connection, and so which NATS user, it belongs to. */
+const inboxOwner = (subject: string) => subject.slice(0, subject.indexOf('.') + 1);
+
 export const apiHandlers: { [M in ApiMethod]: Handler<M> } = {
   'thread.create': {
     scope: 'operate',
-    handle: ({ engine }, params) => {
+    handle: ({ engine, principal }, params) => {
       const commandId = commandIdOf(params);
       const threadId = params.threadId ?? derivedId('thr', commandId);
-      return engine.submit({ type: 'thread.create', commandId, threadId, title: params.title, workspace: params.workspace }, idOrigin(params));
+      return engine.submit({ type: 'thread.create', commandId, threadId, title: params.title, workspace: params.workspace, owner: principal.name }, idOrigin(params));
     },
   },
   'thread.rename': {
     scope: 'operate',
-    handle: ({ engine }, params) => engine.submit({ type: 'thread.rename', commandId: commandIdOf(params), threadId: params.threadId, title: params.title }, idOrigin(params)),
+    handle: async ({ engine, principal }, params) => {
+      requireThread(engine, principal, params.threadId);
+      return engine.submit({ type: 'thread.rename', commandId: commandIdOf(params), threadId: params.threadId, title: params.title }, idOrigin(params));
+    },
   },
   'thread.archive': {
     scope: 'admin',
-    handle: ({ engine }, params) => engine.submit({ type: 'thread.archive', commandId: commandIdOf(params), threadId: params.threadId }, idOrigin(params)),
+    handle: async ({ engine, principal }, params) => {
+      requireThread(engine, principal, params.threadId);
+      return engine.submit({ type: 'thread.archive', commandId: commandIdOf(params), threadId: params.threadId }, idOrigin(params));
+    },
   },
   'thread.list': {
     scope: 'read',
-    handle: async ({ engine, replyBudgetBytes }, params) => {
-      const before = params.cursor === undefined ? null : decodeCursor('threads', params.cursor);
-      const listed = filter(engine.threadsNewestFirst(before), ({ summary }) => params.includeArchived || !summary.archived);
+    handle: async ({ engine, principal, replyBudgetBytes }, params) => {
+      const before = params.cursor === undefined ? null : decodePosition('threads', params.cursor);
+      const listed = filter(visibleThreads(engine, principal, before), ({ summary }) => params.includeArchived || !summary.archived);
       const { page, more } = takePage(listed, params.limit, replyBudgetBytes, ({ summary }) => jsonBytes(summary));
       return { threads: page.map(({ summary }) => summary), nextCursor: more ? encodeCursor('threads', page.at(-1)!.position) : null };
     },
   },
   'thread.get': {
     scope: 'read',
-    handle: async ({ engine, replyBudgetBytes }, params) => {
-      const view = await engine.getThread(params.threadId);
+    handle: async ({ engine, principal, replyBudgetBytes }, params) => {
+      const view = await readableThread(engine, principal, params.threadId);
       return { ...threadWindow(view, params.turns, replyBudgetBytes), seq: view.seq };
     },
   },
   'thread.turns': {
     scope: 'read',
-    handle: async ({ engine, replyBudgetBytes }, params) => {
-      const view = await engine.getThread(params.threadId);
-      return olderTurns(view, decodeCursor('turns', params.before), params.limit, replyBudgetBytes);
+    handle: async ({ engine, principal, replyBudgetBytes }, params) => {
+      const view = await readableThread(engine, principal, params.threadId);
+      return olderTurns(view, decodePosition('turns', params.before), params.limit, replyBudgetBytes);
     },
   },
   'thread.events': {
     scope: 'read',
-    handle: async ({ engine, replyBudgetBytes }, params) => {
-      const lastSeq = (await engine.getThread(params.threadId)).seq;
+    handle: async ({ engine, principal, replyBudgetBytes }, params) => {
+      const lastSeq = (await readableThread(engine, principal, params.threadId)).seq;
       // An event stored under a larger limit than this server's still travels, cut with a note: no reader is ever locked out.
       const fitted = engine.readEvents(params.threadId, params.after, params.limit).map((stored): WireEvent => {
         const { value, cut } = cutToFit(stored.event, replyBudgetBytes - EVENT_ENVELOPE_BYTES);
@@ -88,9 +127,25 @@ export const apiHandlers: { [M in ApiMethod]: Handler<M> } = {
       return { events: takePage(fitted, params.limit, replyBudgetBytes).page, lastSeq };
     },
   },
+  'thread.watch': {
+    scope: 'read',
+    handle: async ({ engine, principal, replyTo, watches }, params) => {
+      requireThread(engine, principal, params.threadId);
+      // Deliveries go to the caller's own inbox space, never to a subject someone else reads.
+      if (!isInbox(params.deliverTo) || inboxOwner(params.deliverTo) !== inboxOwner(replyTo)) {
+        throw new TurnloomError('invalid_payload', `deliverTo must be an inbox under the caller's own prefix (${inboxOwner(replyTo)}…)`, { deliverTo: params.deliverTo });
+      }
+      return watches.watch(principal.name, params.threadId, params.deliverTo, params.watchId);
+    },
+  },
+  'thread.unwatch': {
+    scope: 'read',
+    handle: async ({ principal, watches }, params) => ({ removed: watches.unwatch(principal.name, params.watchId) }),
+  },
   'turn.start': {
     scope: 'operate',
-    handle: async ({ engine, defaultProvider, providers }, params) => {
+    handle: async ({ engine, principal, defaultProvider, providers }, params) => {
+      requireThread(engine, principal, params.threadId);
       if (params.provider && providers && !providers.includes(params.provider.name)) {
         throw new TurnloomError('invalid_payload', `unknown provider "${params.provider.name}"; this server runs ${providers.join(', ')}`, {
           provider: params.provider.name,
@@ -99,74 +154,78 @@ export const apiHandlers: { [M in ApiMethod]: Handler<M> } = {
       }
       const commandId = commandIdOf(params);
       const turnId = params.turnId ?? derivedId('turn', commandId);
-      const result = await engine.submit({
-        type: 'turn.start',
-        commandId,
-        threadId: params.threadId,
-        turnId,
-        input: params.input,
-        provider: params.provider ?? defaultProvider,
-      }, idOrigin(params));
+      const result = await engine.submit(
+        { type: 'turn.start', commandId, threadId: params.threadId, turnId, input: params.input, provider: params.provider ?? defaultProvider },
+        idOrigin(params),
+      );
       return { ...result, turnId };
     },
   },
   'turn.interrupt': {
     scope: 'operate',
-    handle: ({ engine }, params) =>
-      engine.submit(
+    handle: async ({ engine, principal }, params) => {
+      requireThread(engine, principal, params.threadId);
+      return engine.submit(
         { type: 'turn.interrupt', commandId: commandIdOf(params), threadId: params.threadId, turnId: params.turnId ?? null, reason: params.reason },
         idOrigin(params),
-      ),
+      );
+    },
   },
   'approval.respond': {
     scope: 'approve',
     // Who decided is the authenticated principal, never a field the caller could forge.
-    handle: ({ engine, principal }, params) =>
-      engine.submit({
-        type: 'approval.respond',
-        commandId: commandIdOf(params),
-        threadId: params.threadId,
-        approvalId: params.approvalId,
-        decision: params.decision,
-        by: principal.name,
-        note: params.note,
-      }, idOrigin(params)),
+    handle: async ({ engine, principal }, params) => {
+      requireThread(engine, principal, params.threadId);
+      return engine.submit(
+        { type: 'approval.respond', commandId: commandIdOf(params), threadId: params.threadId, approvalId: params.approvalId, decision: params.decision, by: principal.name, note: params.note },
+        idOrigin(params),
+      );
+    },
   },
   'approval.list': {
     scope: 'read',
-    handle: async ({ engine }, params) => {
-      // Pending approvals only live in open turns, so only those threads are read.
-      const threadIds = params.threadId ? [params.threadId] : [...new Set(engine.listOpenTurns().map(({ threadId }) => threadId))];
-      const approvals: PendingApproval[] = [];
+    handle: async ({ engine, principal, replyBudgetBytes }, params) => {
+      if (params.threadId) requireThread(engine, principal, params.threadId);
+      const after = params.cursor === undefined ? null : decodeCursor('approvals', params.cursor);
+      // Pending approvals only live in open turns, so only those threads are read, in thread order.
+      const threadIds = [...new Set(engine.listOpenTurns().map(({ threadId }) => threadId))]
+        .filter((threadId) => (params.threadId ? threadId === params.threadId : mayUse(principal, engine.summary(threadId)?.owner ?? null)))
+        .sort();
+      const items: Array<PendingApproval & { key: string }> = [];
       for (const threadId of threadIds) {
         const thread = await engine.getThread(threadId);
         for (const turnId of thread.turnIds) {
           for (const approval of thread.turns[turnId]!.approvals) {
-            if (approval.state === 'pending') approvals.push({ ...approval, threadId, turnId });
+            const key = `${threadId}/${approval.id}`;
+            if (approval.state === 'pending' && (after === null || key > after)) items.push({ ...approval, threadId, turnId, key });
           }
         }
       }
-      return { approvals };
+      const { page, more } = takePage(items, params.limit, replyBudgetBytes);
+      return { approvals: page.map(({ key: _key, ...approval }) => approval), nextCursor: more ? encodeCursor('approvals', page.at(-1)!.key) : null };
     },
   },
   'checkpoint.diff': {
     scope: 'read',
-    handle: async ({ engine }, params) => {
-      await engine.getThread(params.threadId);
+    handle: async ({ engine, principal }, params) => {
+      requireThread(engine, principal, params.threadId);
       throw new TurnloomError('unavailable', 'checkpoints are recorded but not yet captured from git, so there is no diff to show', { threadId: params.threadId });
     },
   },
   'checkpoint.revert': {
     scope: 'operate',
     // No checkpoint is captured from git yet, so none can be found; the engine's command waits for them.
-    handle: async ({ engine }, params) => {
-      await engine.getThread(params.threadId);
+    handle: async ({ engine, principal }, params) => {
+      requireThread(engine, principal, params.threadId);
       throw new TurnloomError('not_found', `checkpoint ${params.checkpointId} not found: checkpoints are not captured from git yet`, { checkpointId: params.checkpointId });
     },
   },
   'session.stop': {
     scope: 'operate',
-    handle: ({ engine }, params) => engine.submit({ type: 'session.stop', commandId: commandIdOf(params), threadId: params.threadId, reason: params.reason }, idOrigin(params)),
+    handle: async ({ engine, principal }, params) => {
+      requireThread(engine, principal, params.threadId);
+      return engine.submit({ type: 'session.stop', commandId: commandIdOf(params), threadId: params.threadId, reason: params.reason }, idOrigin(params));
+    },
   },
   health: {
     scope: null,

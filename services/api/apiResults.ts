@@ -30,10 +30,13 @@ export interface ApiResults {
   'thread.get': { thread: ThreadView; seq: number; olderTurns: number; olderCursor: string | null };
   'thread.turns': { turns: TurnView[]; olderCursor: string | null };
   'thread.events': { events: WireEvent[]; lastSeq: number };
+  /** `created`: a new watch (after a server restart too), so events since the last renewal may have been missed. */
+  'thread.watch': { watchId: string; expiresInMs: number; created: boolean };
+  'thread.unwatch': { removed: boolean };
   'turn.start': MutationResult & { turnId: string };
   'turn.interrupt': MutationResult;
   'approval.respond': MutationResult;
-  'approval.list': { approvals: PendingApproval[] };
+  'approval.list': { approvals: PendingApproval[]; nextCursor: string | null };
   'checkpoint.diff': never;
   'checkpoint.revert': MutationResult;
   'session.stop': MutationResult;

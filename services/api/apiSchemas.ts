@@ -43,10 +43,24 @@ export const apiParams = {
     })
     .strict(),
   'thread.events': z.object({ threadId: id, after: z.number().int().min(0), limit: z.number().int().min(1).max(1_000).default(1_000) }).strict(),
+  'thread.watch': z
+    .object({
+      threadId: id,
+      deliverTo: z.string().min(8).max(256).regex(/^[A-Za-z0-9_.-]+$/, 'must be a subject').describe('An inbox of the caller’s connection (same prefix as its reply inbox)'),
+      watchId: id.optional().describe('Renews this watch (send it again before `expiresInMs` passes); left out, a new watch'),
+    })
+    .strict(),
+  'thread.unwatch': z.object({ watchId: id }).strict(),
   'turn.start': z.object({ commandId, threadId: id, turnId: id.optional(), input: z.object({ text: z.string().min(1).max(200_000) }).strict(), provider: provider.optional() }).strict(),
   'turn.interrupt': z.object({ commandId, threadId: id, turnId: id.optional(), reason: z.string().max(1_000).default('interrupted by the user') }).strict(),
   'approval.respond': z.object({ commandId, threadId: id, approvalId: id, decision: z.enum(['approve', 'deny']), note: z.string().max(2_000).nullable().default(null) }).strict(),
-  'approval.list': z.object({ threadId: id.optional() }).strict(),
+  'approval.list': z
+    .object({
+      threadId: id.optional(),
+      limit: z.number().int().min(1).max(1_000).default(100),
+      cursor: z.string().max(400).optional().describe('`nextCursor` of the previous page'),
+    })
+    .strict(),
   'checkpoint.diff': z.object({ threadId: id, checkpointId: id.optional() }).strict(),
   'checkpoint.revert': z.object({ commandId, threadId: id, checkpointId: id }).strict(),
   'session.stop': z.object({ commandId, threadId: id, reason: z.string().max(1_000).default('stopped by the user') }).strict(),

@@ -8,6 +8,7 @@ import { EVENT_ENVELOPE_BYTES } from './apiResults.ts';
 import { type ApiMethod, apiMethods, apiParams, isApiMethod } from './apiSchemas.ts';
 import { type Authenticator, type Principal, requireScope } from './auth.ts';
 import { EngineClaim } from './engineClaim.ts';
+import { ThreadWatches, type ThreadWatchesOptions } from './threadWatches.ts';
 import { type EndpointStats, serveDiscovery } from './serviceDiscovery.ts';
 
 export interface ApiServerOptions {
@@ -20,6 +21,7 @@ export interface ApiServerOptions {
   providers?: readonly string[];
   /** Larger requests are refused with `invalid_payload` before decoding. Default 1 MiB. */
   maxPayloadBytes?: number;
+  watches?: ThreadWatchesOptions;
   version: string;
 }
 
@@ -54,11 +56,13 @@ export class ApiServer {
   readonly instance = randomUUID().replaceAll('-', '').slice(0, 22);
   private readonly startedAt = new Date();
   private readonly claim: EngineClaim;
+  private readonly watches: ThreadWatches;
 
   constructor(options: ApiServerOptions) {
     this.options = options;
     this.maxPayload = options.maxPayloadBytes ?? DEFAULT_MAX_PAYLOAD;
     this.claim = new EngineClaim(options.bus, options.subjects);
+    this.watches = new ThreadWatches(options.bus, options.subjects, options.watches);
     for (const method of apiMethods) {
       // Micro endpoint names allow only letters, digits, "_" and "-"; the subject keeps the dotted method.
       this.stats.set(method, { name: method.replaceAll('.', '_'), subject: options.subjects.api(method), requests: 0, errors: 0, lastError: null, processingNanos: 0 });
@@ -69,6 +73,7 @@ export class ApiServer {
   async start(): Promise<this> {
     const { bus, subjects } = this.options;
     await this.claim.claim();
+    this.watches.start(this.options.engine);
     this.subscriptions.push(
       bus.subscribe(subjects.apiAll, (message) => this.track(this.handle(message)), { queue: API_QUEUE_GROUP }),
       ...serveDiscovery(
@@ -141,6 +146,8 @@ export class ApiServer {
     const context: ApiContext = {
       engine: this.options.engine,
       principal,
+      replyTo: message.reply!,
+      watches: this.watches,
       defaultProvider: this.options.defaultProvider,
       providers: this.options.providers ?? null,
       replyBudgetBytes: replyBudgetFor(this.maxPayload),
@@ -176,6 +183,7 @@ export class ApiServer {
   async stop(): Promise<void> {
     for (const subscription of this.subscriptions.splice(0)) subscription.unsubscribe();
     this.claim.release();
+    this.watches.stop();
     await Promise.allSettled([...this.inflight]);
   }
 }

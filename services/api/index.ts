@@ -10,3 +10,6 @@ export type { AuthConfig, Principal, Scope } from './auth.ts';
 export { publishCommittedEvents } from './eventPublisher.ts';
 export { serveDiscovery } from './serviceDiscovery.ts';
 export { EngineClaim, PrefixTaken } from './engineClaim.ts';
+export { ThreadWatches, WATCH_KIND_HEADER } from './threadWatches.ts';
+export type { ThreadWatchesOptions } from './threadWatches.ts';
+export { mayUse } from './access.ts';

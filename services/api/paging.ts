@@ -5,16 +5,23 @@ import { TurnloomError } from '../errors.ts';
  * Cursors are opaque to clients: a kind and a position, base64url. A cursor of
  * another kind, or not one at all, is refused rather than guessed at.
  */
-export function encodeCursor(kind: string, position: number): string {
+export function encodeCursor(kind: string, position: string | number): string {
   return Buffer.from(`${kind}:${position}`).toString('base64url');
 }
 
-export function decodeCursor(kind: string, cursor: string): number {
-  const [found, text] = Buffer.from(cursor, 'base64url').toString().split(':');
-  const position = Number(text);
-  if (found !== kind || text === undefined || !Number.isSafeInteger(position) || position < 0) {
-    throw new TurnloomError('invalid_payload', `cursor "${cursor.slice(0, 40)}" is not a ${kind} cursor this server gave out`, { cursor: cursor.slice(0, 200) });
-  }
+const forged = (kind: string, cursor: string) =>
+  new TurnloomError('invalid_payload', `cursor "${cursor.slice(0, 40)}" is not a ${kind} cursor this server gave out`, { cursor: cursor.slice(0, 200) });
+
+export function decodeCursor(kind: string, cursor: string): string {
+  const text = Buffer.from(cursor, 'base64url').toString();
+  if (!text.startsWith(`${kind}:`)) throw forged(kind, cursor);
+  return text.slice(kind.length + 1);
+}
+
+/** A cursor whose position is a count or a sequence number. */
+export function decodePosition(kind: string, cursor: string): number {
+  const position = Number(decodeCursor(kind, cursor));
+  if (!Number.isSafeInteger(position) || position < 0) throw forged(kind, cursor);
   return position;
 }
 

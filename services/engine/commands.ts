@@ -7,7 +7,15 @@ import type { TurnOutcome } from './settleTurn.ts';
  * answer and writes nothing new.
  */
 export type ClientCommand =
-  | { type: 'thread.create'; commandId: string; threadId: string; title: string; workspace: string | null }
+  | {
+      type: 'thread.create';
+      commandId: string;
+      threadId: string;
+      title: string;
+      workspace: string | null;
+      /** The principal the thread belongs to; `null`: nobody in particular (any principal with the scope). */
+      owner: string | null;
+    }
   | { type: 'thread.rename'; commandId: string; threadId: string; title: string }
   | { type: 'thread.archive'; commandId: string; threadId: string }
   | { type: 'turn.start'; commandId: string; threadId: string; turnId: string; input: { text: string }; provider: ProviderChoice }

@@ -61,7 +61,7 @@ function recordLeniently(draft: ThreadDraft, turnId: string, event: DomainEvent)
 export function decide(command: Command, draft: ThreadDraft): number {
   switch (command.type) {
     case 'thread.create':
-      draft.emit({ type: 'thread.created', title: command.title, workspace: command.workspace });
+      draft.emit({ type: 'thread.created', title: command.title, workspace: command.workspace, owner: command.owner });
       return 0;
     case 'thread.rename':
       requireActive(draft);

@@ -24,7 +24,7 @@ export type ToolOutcome = 'notStarted' | 'unknown';
  */
 export type DomainEvent =
   // thread
-  | { type: 'thread.created'; title: string; workspace: string | null }
+  | { type: 'thread.created'; title: string; workspace: string | null; owner: string | null }
   | { type: 'thread.renamed'; title: string }
   | { type: 'thread.archived' }
   // session (the provider binding)

@@ -10,7 +10,7 @@ import { emptyThreadView } from './projector.ts';
 import { routeEvent } from './routeEvent.ts';
 import { type InspectListener, ThreadActors } from './threadActors.ts';
 import { ThreadDraft } from './threadDraft.ts';
-import type { ThreadSummary, ThreadView } from './threadView.ts';
+import { type ThreadSummary, type ThreadView, summarize } from './threadView.ts';
 
 export interface EngineOptions {
   store: ThreadStore;
@@ -315,9 +315,15 @@ export class Engine {
     return this.store.readThreadEvents(threadId, after, limit);
   }
 
-  /** Threads newest first, after position `before` (see `ThreadStore.threadsNewestFirst`). */
-  threadsNewestFirst(before: number | null): Iterable<ListedThread> {
-    return this.store.threadsNewestFirst(before);
+  /** Threads newest first, after position `before`, of one owner or all (see `ThreadStore.threadsNewestFirst`). */
+  threadsNewestFirst(before: number | null, owner?: string | null): Iterable<ListedThread> {
+    return this.store.threadsNewestFirst(before, owner);
+  }
+
+  /** What `thread.list` shows of a thread, without reading its turns. */
+  summary(threadId: string): ThreadSummary | undefined {
+    const view = this.loaded.get(threadId)?.view;
+    return view ? summarize(view) : this.store.readSummary(threadId);
   }
 
   /** Threads with an open turn (requested, running or interrupting). */

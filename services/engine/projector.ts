@@ -18,6 +18,7 @@ export function emptyThreadView(threadId: string, at: number): ThreadView {
     id: threadId,
     title: '',
     workspace: null,
+    owner: null,
     archived: false,
     createdAt: at,
     updatedAt: at,
@@ -156,7 +157,7 @@ function advanceStates(view: ThreadView, deliveries: Delivery[]): ThreadView {
 function applyContent(view: ThreadView, event: DomainEvent, at: number, seq: number): ThreadView {
   switch (event.type) {
     case 'thread.created':
-      return { ...view, title: event.title, workspace: event.workspace, createdAt: at };
+      return { ...view, title: event.title, workspace: event.workspace, owner: event.owner, createdAt: at };
     case 'thread.renamed':
       return { ...view, title: event.title };
     case 'thread.archived':

@@ -11,6 +11,8 @@ export interface ThreadView {
   id: string;
   title: string;
   workspace: string | null;
+  /** The principal it belongs to: only they (and admins) may read or change it. `null`: any principal with the scope. */
+  owner: string | null;
   archived: boolean;
   createdAt: number;
   updatedAt: number;
@@ -123,6 +125,7 @@ export const isOpenPart = (part: Pick<PartView, 'state'>): boolean => part.state
 export interface ThreadSummary {
   id: string;
   title: string;
+  owner: string | null;
   archived: boolean;
   createdAt: number;
   updatedAt: number;
@@ -136,6 +139,7 @@ export function summarize(view: ThreadView): ThreadSummary {
   return {
     id: view.id,
     title: view.title,
+    owner: view.owner,
     archived: view.archived,
     createdAt: view.createdAt,
     updatedAt: view.updatedAt,

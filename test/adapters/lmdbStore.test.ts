@@ -23,7 +23,7 @@ function batchFor(threadId: string, commandId: string, events: DomainEvent[], ex
   };
 }
 
-const created: DomainEvent = { type: 'thread.created', title: 'x', workspace: null };
+const created: DomainEvent = { type: 'thread.created', title: 'x', workspace: null, owner: null };
 const requested: DomainEvent = { type: 'turn.requested', turnId: 't1', input: { text: 'hi' }, provider: { name: 'scripted', model: null } };
 
 describe('LMDB store', () => {

@@ -15,6 +15,9 @@ const tokens = {
   'reader-token-0123456789': { principal: 'riley', scopes: ['read' as const] },
   'operator-token-0123456789': { principal: 'olive', scopes: ['read' as const, 'operate' as const] },
   'approver-token-0123456789': { principal: 'ada', scopes: ['read' as const, 'approve' as const] },
+  'alice-token-0123456789': { principal: 'alice', scopes: ['read' as const, 'operate' as const, 'approve' as const] },
+  'bob-token-0123456789': { principal: 'bob', scopes: ['read' as const, 'operate' as const, 'approve' as const] },
+  'admin-token-0123456789': { principal: 'root', scopes: ['read' as const, 'admin' as const] },
 };
 
 async function codeOf(promise: Promise<unknown>): Promise<string> {
@@ -38,7 +41,9 @@ describe('principals and scopes', () => {
   it('lets a read-only principal read, but not start a turn or answer an approval', async () => {
     const operator = await clientFor('operator-token-0123456789');
     const reader = await clientFor('reader-token-0123456789');
-    const { threadId } = await operator.call('thread.create', { title: 'scoped' });
+    // A thread that belongs to nobody in particular: every principal's scopes alone decide.
+    const threadId = 'shared-thread';
+    await fx.server.engine.submit({ type: 'thread.create', commandId: 'shared', threadId, title: 'scoped', workspace: null, owner: null });
     const { turnId } = await operator.call('turn.start', { threadId, input: { text: 'go' } });
     const t = turnEvents(turnId);
     await fx.server.engine.submit({
@@ -63,6 +68,49 @@ describe('principals and scopes', () => {
     expect(approval).toMatchObject({ state: 'denied', decidedBy: 'ada', note: 'not today' });
   });
 
+  it('keeps a thread to its owner: another principal cannot read, list, watch, answer or interrupt it', async () => {
+    const alice = await clientFor('alice-token-0123456789');
+    const bob = await clientFor('bob-token-0123456789');
+    const root = await clientFor('admin-token-0123456789');
+    const { threadId } = await alice.call('thread.create', { title: 'alice only' });
+    const { turnId } = await alice.call('turn.start', { threadId, input: { text: 'my secret plan' } });
+    const t = turnEvents(turnId);
+    await fx.server.engine.submit({
+      type: 'turn.record',
+      commandId: 'alice-record',
+      threadId,
+      turnId,
+      events: [t.sessionStarted(), t.started(), t.step(1), ...t.toolCall('p1', 1, 'c1', {}), ...t.toolsStarted(1, ['c1']), t.approvalRequested('a-alice', 'p1', 'c1')],
+    });
+    const window = await alice.call('thread.get', { threadId });
+    expect(window.thread.owner).toBe('alice');
+    const before = fx.store.lastSeq();
+
+    const attempts: Array<[string, Promise<unknown>]> = [
+      ['thread.get', bob.call('thread.get', { threadId })],
+      ['thread.events', bob.call('thread.events', { threadId, after: 0 })],
+      ['thread.turns', bob.call('thread.turns', { threadId, before: 'dHVybnM6MQ' })],
+      ['thread.watch', bob.call('thread.watch', { threadId, deliverTo: bob.bus.inbox() })],
+      ['thread.rename', bob.call('thread.rename', { threadId, title: 'mine now' })],
+      ['turn.start', bob.call('turn.start', { threadId, input: { text: 'hijack' } })],
+      ['turn.interrupt', bob.call('turn.interrupt', { threadId, turnId })],
+      ['approval.respond', bob.call('approval.respond', { threadId, approvalId: 'a-alice', decision: 'approve' })],
+      ['approval.list', bob.call('approval.list', { threadId })],
+      ['session.stop', bob.call('session.stop', { threadId })],
+    ];
+    for (const [method, attempt] of attempts) expect(`${method}: ${await codeOf(attempt)}`).toBe(`${method}: not_found`);
+    expect((await bob.call('thread.list', {})).threads.map((thread) => thread.id)).not.toContain(threadId);
+    expect((await bob.call('approval.list', {})).approvals.map((approval) => approval.id)).not.toContain('a-alice');
+    expect(fx.store.lastSeq()).toBe(before);
+
+    // The owner and an admin see it.
+    expect((await alice.call('thread.list', {})).threads.map((thread) => thread.id)).toContain(threadId);
+    expect((await alice.call('approval.list', {})).approvals.map((approval) => approval.id)).toEqual(['a-alice']);
+    expect((await root.call('thread.list', {})).threads.map((thread) => thread.id)).toContain(threadId);
+    expect((await root.call('thread.get', { threadId })).thread.title).toBe('alice only');
+    await alice.call('approval.respond', { threadId, approvalId: 'a-alice', decision: 'approve' });
+  });
+
   it('refuses a missing or unknown token, but answers health to anyone', async () => {
     expect(await codeOf((await clientFor()).call('thread.list', {}))).toBe('forbidden');
     expect(await codeOf((await clientFor('wrong-token-0123456789')).call('thread.list', {}))).toBe('forbidden');
@@ -71,12 +119,17 @@ describe('principals and scopes', () => {
 });
 
 describe('the shipped NATS permissions (docs/nats/turnloom-permissions.conf) on a real server', () => {
-  const passwords = { TURNLOOM_ENGINE_PASSWORD: 'engine-secret', TURNLOOM_CLIENT_PASSWORD: 'client-secret', TURNLOOM_WORKER_PASSWORD: 'worker-secret' };
+  const passwords = {
+    TURNLOOM_ENGINE_PASSWORD: 'engine-secret',
+    TURNLOOM_CLIENT_PASSWORD: 'client-secret',
+    TURNLOOM_CLIENT2_PASSWORD: 'client2-secret',
+    TURNLOOM_WORKER_PASSWORD: 'worker-secret',
+  };
   let nats: NatsServerHandle;
   let server: TurnloomServer;
   const dir = tempDir('turnloom-perm-');
   const buses: Bus[] = [];
-  const as = async (user: 'engine' | 'client' | 'worker') => {
+  const as = async (user: 'engine' | 'client' | 'client2' | 'worker') => {
     const bus = await NatsBus.connect({
       servers: nats.url,
       user,
@@ -95,6 +148,29 @@ describe('the shipped NATS permissions (docs/nats/turnloom-permissions.conf) on 
     await Promise.all(buses.map((bus) => bus.close()));
     await nats.dispose();
     dir.remove();
+  });
+
+  it('gives a client no raw event subjects: it follows a thread through thread.watch, on its own inbox', async () => {
+    const client = await as('client');
+    const errors: BusError[] = [];
+    client.onError((error) => errors.push(error));
+    const heard: string[] = [];
+    client.subscribe('turnloom.v1.evt.>', (message) => heard.push(message.subject));
+    client.subscribe('turnloom.v1.live.>', (message) => heard.push(message.subject));
+    await client.flush().catch(() => undefined);
+    const api = new TurnloomClient(client);
+    const { threadId } = await api.call('thread.create', { title: 'watched' });
+    const watch = await api.watchThread(threadId);
+    await api.call('thread.rename', { threadId, title: 'renamed' });
+    await expect.poll(() => watch.context.view?.title).toBe('renamed');
+    expect(heard).toEqual([]);
+    expect(errors.map((error) => error.kind)).toContain('permission');
+
+    // Another user cannot have deliveries aimed at this user's inbox (nor read it).
+    const other = new TurnloomClient(await as('client2'));
+    const { threadId: otherThread } = await other.call('thread.create', { title: 'client2 thread' });
+    await expect(other.call('thread.watch', { threadId: otherThread, deliverTo: `_INBOX_client.${'x'.repeat(22)}` })).rejects.toMatchObject({ code: 'invalid_payload' });
+    watch.close();
   });
 
   it('lets a client call the API and hear events', async () => {

@@ -9,6 +9,7 @@ function lossy(bus: Bus) {
   const wrapped: Bus = {
     ...bus,
     publish: bus.publish.bind(bus),
+    inbox: bus.inbox.bind(bus),
     request: bus.request.bind(bus),
     flush: bus.flush.bind(bus),
     drain: bus.drain.bind(bus),
@@ -80,7 +81,7 @@ describe('client catch-up by sequence', () => {
     const hub = await fx.connect();
     const client = new TurnloomClient(hub, { prefix: fx.prefix });
     const { threadId } = await client.call('thread.create', { title: 'dupes' });
-    const watch = await client.watchThread(threadId);
+    const watch = await client.watchThread(threadId, { via: 'subjects' });
     await renames(threadId, 0, 3);
     await expect.poll(() => watch.context.seq).toBe(4);
     const { events } = await client.call('thread.events', { threadId, after: 0 });
@@ -159,7 +160,7 @@ describe('client catch-up when things go wrong', () => {
     const bus = await fx.connect();
     const client = new TurnloomClient(bus, { prefix: fx.prefix });
     const { threadId } = await client.call('thread.create', {});
-    const watch = await client.watchThread(threadId);
+    const watch = await client.watchThread(threadId, { via: 'subjects' });
     const { MSGPACK, encode } = await import('../../bus/index.ts');
     const forged = { seq: 1, threadId, threadSeq: 2, commandId: 'x', at: 0, event: { type: 'turn.started', turnId: 'ghost' } };
     bus.publish(fx.server.subjects.events(threadId), encode(forged, MSGPACK));

@@ -14,7 +14,7 @@ describe('a large thread over NATS, with a JSON client', () => {
   beforeAll(async () => {
     fx = await openApiFixture({ natsUrl: inject('natsUrl') });
     const { engine } = fx.server;
-    await engine.submit({ type: 'thread.create', commandId: 'big-create', threadId, title: 'big', workspace: null });
+    await engine.submit({ type: 'thread.create', commandId: 'big-create', threadId, title: 'big', workspace: null, owner: null });
     for (let index = 0; index < TURNS; index++) {
       const turnId = `t${index}`;
       const t = turnEvents(turnId);

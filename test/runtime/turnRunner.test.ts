@@ -196,7 +196,7 @@ describe('the in-process turn runner', () => {
     const dir = tempDir('turnloom-resume-');
     const hub = new InProcessHub();
     const first = await startTurnloomServer({ bus: hub.connect(), store: LmdbStore.open(dir.path) });
-    await first.engine.submit({ type: 'thread.create', commandId: 'c', threadId: 'th', title: 't', workspace: null });
+    await first.engine.submit({ type: 'thread.create', commandId: 'c', threadId: 'th', title: 't', workspace: null, owner: null });
     await first.engine.submit({ type: 'turn.start', commandId: 's', threadId: 'th', turnId: 'waiting', input: { text: 'later' }, provider: { name: 'scripted', model: null } });
     await first.stop();
     const second = await startTurnloomServer({ bus: hub.connect(), store: LmdbStore.open(dir.path), providers: { scripted: new ScriptedProvider({ steps: [[{ text: 'done' }]] }) } });

@@ -133,7 +133,7 @@ describe('consistency under random command sequences (property)', () => {
       fc.asyncProperty(fc.array(opArb, { minLength: 5, maxLength: 60 }), async (ops) => {
         const fx = await openEngineFixture();
         try {
-          await fx.engine.submit({ type: 'thread.create', commandId: 'create', threadId: 'th', title: 't', workspace: null });
+          await fx.engine.submit({ type: 'thread.create', commandId: 'create', threadId: 'th', title: 't', workspace: null, owner: null });
           for (const [n, op] of ops.entries()) {
             const view = await fx.engine.getThread('th');
             try {

@@ -18,7 +18,7 @@ async function repairScenario(): Promise<void> {
   const t = turnEvents('t1');
   type WithoutId<C> = C extends unknown ? Omit<C, 'commandId'> : never;
   const send = (command: WithoutId<Command>, id: string) => engine.submit({ ...command, commandId: id } as Command);
-  await send({ type: 'thread.create', threadId: 'th1', title: 'repair me', workspace: null }, 'c1');
+  await send({ type: 'thread.create', threadId: 'th1', title: 'repair me', workspace: null, owner: null }, 'c1');
   await send({ type: 'turn.start', threadId: 'th1', turnId: 't1', input: { text: 'run it' }, provider: { name: 'scripted', model: null } }, 'c2');
   await send(
     {
@@ -40,7 +40,7 @@ async function repairScenario(): Promise<void> {
   );
   // A second thread with a turn waiting on an approval.
   const u = turnEvents('t9');
-  await send({ type: 'thread.create', threadId: 'th2', title: 'approval', workspace: null }, 'c4');
+  await send({ type: 'thread.create', threadId: 'th2', title: 'approval', workspace: null, owner: null }, 'c4');
   await send({ type: 'turn.start', threadId: 'th2', turnId: 't9', input: { text: 'clean up' }, provider: { name: 'scripted', model: null } }, 'c5');
   await send(
     {
@@ -76,7 +76,7 @@ async function loop(seed: number): Promise<void> {
   print('READY');
   for (;;) {
     const threadId = id('thread');
-    await submit({ type: 'thread.create', commandId: id('create'), threadId, title: 'crash', workspace: null });
+    await submit({ type: 'thread.create', commandId: id('create'), threadId, title: 'crash', workspace: null, owner: null });
     for (let turn = 0; turn < 3; turn++) {
       const turnId = id('turn');
       const t = turnEvents(turnId);

@@ -54,6 +54,7 @@ export const createThread = (threadId: string, title = 'a thread'): Extract<Comm
   threadId,
   title,
   workspace: null,
+  owner: null,
 });
 
 export const startTurn = (threadId: string, turnId: string, text = 'fix the race'): Extract<Command, { type: 'turn.start' }> => ({

@@ -1,0 +1,25 @@
+import type { Engine } from '../engine/engine.ts';
+import type { ThreadSummary, ThreadView } from '../engine/threadView.ts';
+import { TurnloomError } from '../errors.ts';
+import type { Principal } from './auth.ts';
+
+/** Threads belong to their owner; `admin` reaches every thread; a thread that belongs to nobody is everyone's. */
+export function mayUse(principal: Principal, owner: string | null): boolean {
+  return owner === null || owner === principal.name || principal.scopes.has('admin');
+}
+
+/** Somebody else's thread answers exactly like one that does not exist: its id tells nothing. */
+const notFound = (threadId: string) => new TurnloomError('not_found', `thread ${threadId} not found`, { threadId });
+
+/** The thread's summary, if this principal may use the thread. */
+export function requireThread(engine: Engine, principal: Principal, threadId: string): ThreadSummary {
+  const summary = engine.summary(threadId);
+  if (!summary || !mayUse(principal, summary.owner)) throw notFound(threadId);
+  return summary;
+}
+
+/** The whole view, if this principal may read it. */
+export async function readableThread(engine: Engine, principal: Principal, threadId: string): Promise<ThreadView> {
+  requireThread(engine, principal, threadId);
+  return engine.getThread(threadId);
+}

@@ -1,0 +1,140 @@
+import { randomUUID } from 'node:crypto';
+import { type Bus, type BusSubscription, MSGPACK, type Subjects, encode } from '../../bus/index.ts';
+import type { StoredEvent } from '../engine/domainEvents.ts';
+import type { Engine } from '../engine/engine.ts';
+import { TurnloomError } from '../errors.ts';
+
+/** How a watched thread's messages are marked on the watcher's inbox. */
+export const WATCH_KIND_HEADER = 'turnloom-kind';
+
+export interface ThreadWatchesOptions {
+  /** A watch not renewed for this long is dropped (a client that vanished stops costing anything). */
+  ttlMs?: number;
+  maxPerPrincipal?: number;
+  maxTotal?: number;
+  now?: () => number;
+}
+
+interface Watch {
+  id: string;
+  principal: string;
+  threadId: string;
+  deliverTo: string;
+  expiresAt: number;
+}
+
+/**
+ * Follows threads for clients that may not subscribe to the raw event
+ * subjects: after the API checked a caller's token and its right to the
+ * thread, every committed event of that thread (with its `turnloom-seq`)
+ * and every live delta goes to the caller's own inbox, until the watch
+ * lapses or is dropped. Same order, same sequence numbers, same catch-up
+ * rules as the event subject.
+ */
+export class ThreadWatches {
+  private readonly byId = new Map<string, Watch>();
+  private readonly byThread = new Map<string, Set<Watch>>();
+  private readonly live = new Map<string, BusSubscription>();
+  private readonly ttlMs: number;
+  private readonly maxPerPrincipal: number;
+  private readonly maxTotal: number;
+  private readonly now: () => number;
+  private unsubscribe: (() => void) | undefined;
+  private sweeper: NodeJS.Timeout | undefined;
+
+  constructor(
+    private readonly bus: Bus,
+    private readonly subjects: Subjects,
+    options: ThreadWatchesOptions = {},
+  ) {
+    this.ttlMs = options.ttlMs ?? 60_000;
+    this.maxPerPrincipal = options.maxPerPrincipal ?? 64;
+    this.maxTotal = options.maxTotal ?? 10_000;
+    this.now = options.now ?? Date.now;
+  }
+
+  start(engine: Engine): this {
+    this.unsubscribe = engine.onCommitted((events) => this.forward(events));
+    this.sweeper = setInterval(() => this.sweep(), Math.max(1_000, this.ttlMs / 4));
+    this.sweeper.unref();
+    return this;
+  }
+
+  /** Starts a watch, or renews the caller's own one; `created` tells a client it may have missed events since its last renewal. */
+  watch(principal: string, threadId: string, deliverTo: string, watchId?: string): { watchId: string; expiresInMs: number; created: boolean } {
+    const existing = watchId === undefined ? undefined : this.byId.get(watchId);
+    if (existing && (existing.principal !== principal || existing.threadId !== threadId)) {
+      throw new TurnloomError('conflict', `watch ${watchId} is someone else's, or of another thread`, { watchId });
+    }
+    if (existing) {
+      existing.deliverTo = deliverTo;
+      existing.expiresAt = this.now() + this.ttlMs;
+      return { watchId: existing.id, expiresInMs: this.ttlMs, created: false };
+    }
+    if (this.byId.size >= this.maxTotal) throw new TurnloomError('unavailable', `the server follows ${this.maxTotal} threads for clients already; try again later`, { limit: this.maxTotal });
+    const mine = [...this.byId.values()].filter((watch) => watch.principal === principal).length;
+    if (mine >= this.maxPerPrincipal) {
+      throw new TurnloomError('conflict', `${principal} already has ${mine} watches, the most one principal may have; drop some with thread.unwatch`, { limit: this.maxPerPrincipal });
+    }
+    const watch: Watch = { id: watchId ?? randomUUID(), principal, threadId, deliverTo, expiresAt: this.now() + this.ttlMs };
+    this.byId.set(watch.id, watch);
+    const watchers = this.byThread.get(threadId) ?? new Set<Watch>();
+    watchers.add(watch);
+    this.byThread.set(threadId, watchers);
+    if (!this.live.has(threadId)) {
+      this.live.set(threadId, this.bus.subscribe(this.subjects.live(threadId), (message) => this.send(threadId, message.data, { [WATCH_KIND_HEADER]: 'live' })));
+    }
+    return { watchId: watch.id, expiresInMs: this.ttlMs, created: true };
+  }
+
+  unwatch(principal: string, watchId: string): boolean {
+    const watch = this.byId.get(watchId);
+    if (!watch || watch.principal !== principal) return false;
+    this.drop(watch);
+    return true;
+  }
+
+  get size(): number {
+    return this.byId.size;
+  }
+
+  private drop(watch: Watch): void {
+    this.byId.delete(watch.id);
+    const watchers = this.byThread.get(watch.threadId);
+    watchers?.delete(watch);
+    if (watchers && watchers.size === 0) {
+      this.byThread.delete(watch.threadId);
+      this.live.get(watch.threadId)?.unsubscribe();
+      this.live.delete(watch.threadId);
+    }
+  }
+
+  private forward(events: readonly StoredEvent[]): void {
+    for (const event of events) {
+      if (!this.byThread.has(event.threadId)) continue;
+      this.send(event.threadId, encode(event, MSGPACK), { [WATCH_KIND_HEADER]: 'event', 'turnloom-seq': String(event.threadSeq) });
+    }
+  }
+
+  private send(threadId: string, data: Uint8Array, headers: Record<string, string>): void {
+    for (const watch of this.byThread.get(threadId) ?? []) {
+      try {
+        this.bus.publish(watch.deliverTo, data, { headers: { 'content-type': MSGPACK, ...headers } });
+      } catch (error) {
+        // The event is durable; the watcher finds it through thread.events.
+        console.error(`turnloom api: could not deliver to watch ${watch.id}`, error);
+      }
+    }
+  }
+
+  private sweep(): void {
+    const now = this.now();
+    for (const watch of [...this.byId.values()]) if (watch.expiresAt <= now) this.drop(watch);
+  }
+
+  stop(): void {
+    this.unsubscribe?.();
+    clearInterval(this.sweeper);
+    for (const watch of [...this.byId.values()]) this.drop(watch);
+  }
+}

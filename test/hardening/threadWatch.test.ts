@@ -1,0 +1,57 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { afterAll, describe, expect, it } from 'vitest';
+import { LmdbStore } from '../../adapters/lmdbStore.ts';
+import { InProcessHub } from '../../bus/index.ts';
+import { TurnloomClient } from '../../client/index.ts';
+import type { LiveDelta } from '../../services/runtime/stepIngestion.ts';
+import { ScriptedProvider } from '../../adapters/providers/scriptedProvider.ts';
+import { type TurnloomServer, startTurnloomServer } from '../../services/turnloomServer.ts';
+import { tempDir } from '../support/tempDir.ts';
+
+describe('thread.watch', () => {
+  const dir = tempDir('turnloom-watch-');
+  afterAll(() => dir.remove());
+  const hub = new InProcessHub();
+  const serve = (): Promise<TurnloomServer> =>
+    startTurnloomServer({ bus: hub.connect(), store: LmdbStore.open(dir.path), watches: { ttlMs: 400 }, providers: { scripted: new ScriptedProvider({ chunkSize: 4, steps: [[{ text: 'typed live, kept in the log' }]] }) } });
+
+  it('delivers events and live deltas to the caller’s inbox, lapses unrenewed, and survives a server restart', async () => {
+    let server = await serve();
+    const client = new TurnloomClient(hub.connect());
+    const { threadId } = await client.call('thread.create', { title: 'watched' });
+
+    // A bare watch nobody renews stops costing anything after its time.
+    const inbox = client.bus.inbox();
+    const bare: number[] = [];
+    client.bus.subscribe(inbox, (message) => bare.push(Number(message.headers['turnloom-seq'])));
+    await client.call('thread.watch', { threadId, deliverTo: inbox });
+    await client.call('thread.rename', { threadId, title: 'one' });
+    await expect.poll(() => bare).toEqual([2]);
+    await sleep(1_500);
+    await client.call('thread.rename', { threadId, title: 'two' });
+    await sleep(100);
+    expect(bare).toEqual([2]);
+
+    // The bundled watch renews by itself, and hears the live channel through the same inbox.
+    const watch = await client.watchThread(threadId);
+    const live: LiveDelta[] = [];
+    watch.onLive((delta) => live.push(delta));
+    const { turnId } = await client.call('turn.start', { threadId, input: { text: 'go' } });
+    await expect.poll(() => watch.context.view?.turns[turnId]?.state, { timeout: 10_000 }).toBe('completed');
+    expect(live.map((delta) => delta.text).join('')).toBe('typed live, kept in the log');
+    await sleep(1_000);
+    await client.call('thread.rename', { threadId, title: 'still heard' });
+    await expect.poll(() => watch.context.view?.title).toBe('still heard');
+
+    // The server restarts: the renewal finds the watch gone, starts it again and catches up.
+    await server.stop();
+    server = await serve();
+    await server.engine.submit({ type: 'thread.rename', commandId: 'while-away', threadId, title: 'while away' });
+    await expect.poll(() => watch.context.view?.title, { timeout: 5_000 }).toBe('while away');
+    await client.call('thread.rename', { threadId, title: 'after the restart' });
+    await expect.poll(() => watch.context.view?.title).toBe('after the restart');
+    expect(watch.context.view).toEqual((await client.call('thread.get', { threadId })).thread);
+    watch.close();
+    await server.stop();
+  });
+});
