@@ -1,6 +1,6 @@
 import { resolve } from 'node:path';
 import { type Bus, InProcessHub, NatsBus, subjects } from '../bus/index.ts';
-import { type AuthConfig, authConfigSchema } from '../services/api/index.ts';
+import { type AuthConfig, DEFAULT_MAX_PAYLOAD, authConfigSchema } from '../services/api/index.ts';
 import { TurnloomError } from '../services/errors.ts';
 import { type TurnloomServer, VERSION, startTurnloomServer } from '../services/turnloomServer.ts';
 import { UsageError, integerOption, parseOptions, positiveOption, readJsonFile } from './cliErrors.ts';
@@ -11,7 +11,6 @@ import { registerSecret } from './redact.ts';
 
 /** The API keeps 4096 bytes of each message for headers, so a payload limit below this leaves no room for `health`. */
 export const MIN_MAX_PAYLOAD = 8_192;
-const DEFAULT_MAX_PAYLOAD = 1024 * 1024;
 
 export const serveUsage = `turnloom serve [options]
   --nats URL          serve on this NATS server (default: the in-process bus, reachable only from this process)

@@ -1,5 +1,5 @@
 import type { TestProject } from 'vitest/node';
-import { startNatsServer } from './support/natsServer.ts';
+import { ensureNatsServer, startNatsServer } from './support/natsServer.ts';
 
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -9,6 +9,7 @@ declare module 'vitest' {
 
 /** One private nats-server for the whole run; tests needing faults start their own. */
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
+  ensureNatsServer();
   const server = await startNatsServer();
   project.provide('natsUrl', server.url);
   return () => server.dispose();
