@@ -37,7 +37,7 @@ export async function demoCommand(args: string[]): Promise<number> {
     return 0;
   }
   const hub = new InProcessHub();
-  const setup = providersFromEnvironment(process.env, values.script);
+  const setup = await providersFromEnvironment(process.env, values.script);
   const dataDir = resolve(values.data!);
   const store = openStore(dataDir);
   const server = await startTurnloomServer({ bus: hub.connect(), store, providers: setup.providers, defaultProvider: setup.defaultProvider }).catch(async (error: unknown) => {

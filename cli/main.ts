@@ -1,16 +1,21 @@
 import { fileURLToPath } from 'node:url';
 import { inspect } from 'node:util';
-import { runCharts } from './chartsCommand.ts';
 import { UsageError, oneLine, parseOptions, userFacingMessage } from './cliErrors.ts';
-import { demoCommand, demoUsage } from './demoCommand.ts';
-import { replayCommand, replayUsage } from './replayCommand.ts';
 import { installRedactingConsole, redact } from './redact.ts';
-import { serveCommand, serveUsage } from './serveCommand.ts';
 
 /** The package root: charts belong to the package, wherever the command runs from. */
 const packageRoot = fileURLToPath(new URL('..', import.meta.url));
 
-const usage = `turnloom <command>
+// Each command is loaded only when it runs: replay brings both provider SDKs, which take a second to import.
+const commands = {
+  demo: () => import('./demoCommand.ts').then((module) => ({ run: module.demoCommand, usage: module.demoUsage })),
+  serve: () => import('./serveCommand.ts').then((module) => ({ run: module.serveCommand, usage: module.serveUsage })),
+  replay: () => import('./replayCommand.ts').then((module) => ({ run: module.replayCommand, usage: module.replayUsage })),
+};
+
+async function usage(): Promise<string> {
+  const details = await Promise.all(Object.values(commands).map(async (load) => (await load()).usage));
+  return `turnloom <command>
 
 commands:
   demo               one turn end to end on the embedded defaults (see below)
@@ -19,11 +24,8 @@ commands:
   charts [--check]   write docs/charts/*.mmd|json and the generated doc sections;
                      --check exits 1 when any of them is stale
 
-${demoUsage}
-
-${serveUsage}
-
-${replayUsage}`;
+${details.join('\n\n')}`;
+}
 
 async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
@@ -31,9 +33,10 @@ async function main(argv: string[]): Promise<number> {
     case 'charts': {
       const { values } = parseOptions('charts', { args: rest, options: { help: { type: 'boolean', short: 'h', default: false }, check: { type: 'boolean', default: false } } });
       if (values.help) {
-        console.log(usage);
+        console.log(await usage());
         return 0;
       }
+      const { runCharts } = await import('./chartsCommand.ts');
       const stale = await runCharts(packageRoot, values.check ?? false);
       for (const path of stale) console.log(`${values.check ? 'stale' : 'wrote'} ${path}`);
       if (values.check && stale.length > 0) {
@@ -44,16 +47,14 @@ async function main(argv: string[]): Promise<number> {
       return 0;
     }
     case 'demo':
-      return demoCommand(rest);
     case 'serve':
-      return serveCommand(rest);
     case 'replay':
-      return replayCommand(rest);
+      return (await commands[command]()).run(rest);
     case undefined:
     case 'help':
     case '--help':
     case '-h':
-      console.log(usage);
+      console.log(await usage());
       return 0;
     default:
       throw new UsageError(`unknown command "${command}"; the commands are demo, serve, replay and charts (turnloom --help)`);

@@ -1,6 +1,3 @@
-import { AnthropicProvider } from '../adapters/providers/anthropicProvider.ts';
-import { OpenAiChatProvider } from '../adapters/providers/openaiChatProvider.ts';
-import { OpenAiResponsesProvider } from '../adapters/providers/openaiResponsesProvider.ts';
 import { ScriptedProvider, scriptSchema } from '../adapters/providers/scriptedProvider.ts';
 import type { ProviderChoice } from '../services/engine/domainEvents.ts';
 import type { ProviderAdapter } from '../services/runtime/providerAdapter.ts';
@@ -20,9 +17,10 @@ export interface ProviderSetup {
  * `ANTHROPIC_API_KEY`, `anthropic`; with `OPENAI_API_KEY`, `openai-chat` and
  * `openai-responses` (`OPENAI_BASE_URL` points them at any compatible
  * server). The default is `TURNLOOM_PROVIDER`, else the first real provider,
- * else scripted; `TURNLOOM_MODEL` picks its model.
+ * else scripted; `TURNLOOM_MODEL` picks its model. A provider's SDK is
+ * loaded only when its key is set (together they take a second to import).
  */
-export function providersFromEnvironment(env: NodeJS.ProcessEnv, scriptPath?: string): ProviderSetup {
+export async function providersFromEnvironment(env: NodeJS.ProcessEnv, scriptPath?: string): Promise<ProviderSetup> {
   const script = scriptPath ? readJsonFile('--script', scriptPath, scriptSchema, { expected: 'a script for the scripted provider (see docs/providers.md)' }) : undefined;
   registerSecret(env.ANTHROPIC_API_KEY);
   registerSecret(env.OPENAI_API_KEY);
@@ -34,6 +32,7 @@ export function providersFromEnvironment(env: NodeJS.ProcessEnv, scriptPath?: st
   const models: Record<string, string> = {};
   if (env.ANTHROPIC_API_KEY) {
     models.anthropic = env.TURNLOOM_ANTHROPIC_MODEL ?? 'claude-sonnet-4-5';
+    const { AnthropicProvider } = await import('../adapters/providers/anthropicProvider.ts');
     providers.anthropic = new AnthropicProvider({
       apiKey: env.ANTHROPIC_API_KEY,
       ...(env.ANTHROPIC_BASE_URL ? { baseURL: env.ANTHROPIC_BASE_URL } : {}),
@@ -45,6 +44,10 @@ export function providersFromEnvironment(env: NodeJS.ProcessEnv, scriptPath?: st
     const options = { apiKey: env.OPENAI_API_KEY, ...(env.OPENAI_BASE_URL ? { baseURL: env.OPENAI_BASE_URL } : {}), defaultModel: env.TURNLOOM_OPENAI_MODEL ?? 'gpt-4.1-mini' };
     models['openai-chat'] = options.defaultModel;
     models['openai-responses'] = options.defaultModel;
+    const [{ OpenAiChatProvider }, { OpenAiResponsesProvider }] = await Promise.all([
+      import('../adapters/providers/openaiChatProvider.ts'),
+      import('../adapters/providers/openaiResponsesProvider.ts'),
+    ]);
     providers['openai-chat'] = new OpenAiChatProvider(options);
     providers['openai-responses'] = new OpenAiResponsesProvider(options);
   }

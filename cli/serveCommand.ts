@@ -103,7 +103,7 @@ export async function serveCommand(args: string[]): Promise<number> {
     throw new UsageError(`serve: --prefix "${prefix}" is not a subject prefix: use letters, digits, "_" and "-", in tokens separated by dots`);
   }
   const auth = values.auth !== undefined ? readAuthFile(values.auth) : null;
-  const setup = providersFromEnvironment(process.env, values.script);
+  const setup = await providersFromEnvironment(process.env, values.script);
   let nats: NatsSettings | null = null;
   if (values.nats !== undefined) {
     nats = natsSettings(values.nats, { user: values['nats-user'], credsFile: values['nats-creds'], env: process.env });
