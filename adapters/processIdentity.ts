@@ -11,17 +11,20 @@ export interface ProcessIdentity {
   since: number;
 }
 
-function startTicksOf(pid: number): number | null {
+/** The process's state letter and start time from /proc (Linux); `null` where the system does not say. */
+function procStat(pid: number): { state: string; startTicks: number | null } | null {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    // Field 22, counted after the parenthesised command name (which may hold spaces).
+    // Fields 3 and 22, counted after the parenthesised command name (which may hold spaces).
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
     const ticks = Number(fields[19]);
-    return Number.isFinite(ticks) ? ticks : null;
+    return { state: fields[0] ?? '', startTicks: Number.isFinite(ticks) ? ticks : null };
   } catch {
     return null;
   }
 }
+
+const startTicksOf = (pid: number): number | null => procStat(pid)?.startTicks ?? null;
 
 export function currentProcess(now: number = Date.now()): ProcessIdentity {
   return { pid: process.pid, host: hostname(), startTicks: startTicksOf(process.pid), since: now };
@@ -39,6 +42,9 @@ export function isAlive(holder: ProcessIdentity): boolean {
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== 'EPERM') return false;
   }
+  const stat = procStat(holder.pid);
+  // Killed but not yet reaped by its parent: a zombie holds nothing.
+  if (stat && (stat.state === 'Z' || stat.state === 'X')) return false;
   // The pid is taken, but maybe by a newer process.
-  return holder.startTicks === null || startTicksOf(holder.pid) === holder.startTicks;
+  return holder.startTicks === null || stat?.startTicks === holder.startTicks;
 }

@@ -19,7 +19,7 @@ export class UsageError extends Error {
 const quoted = (message: string) => /'([^']+)'/.exec(message)?.[1];
 
 /** node:util parseArgs, with its errors turned into one-line `UsageError`s that say what to do. */
-export function parseOptions<T extends ParseArgsConfig>(command: string, config: T) {
+export function parseOptions<T extends ParseArgsConfig>(command: string, config: T): ReturnType<typeof parseArgs<T>> {
   try {
     return parseArgs(config);
   } catch (error) {
