@@ -2,7 +2,9 @@ import { spawn } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { readFileSync } from 'node:fs';
 import { DataFolderLocked, LmdbStore } from '../../adapters/lmdbStore.ts';
+import { currentProcess, isAlive } from '../../adapters/processIdentity.ts';
 import { spawnEngineChild } from '../support/spawnChild.ts';
 import { tempDir } from '../support/tempDir.ts';
 
@@ -46,6 +48,23 @@ describe('the data folder', () => {
     const store = LmdbStore.open(dir.path);
     expect(store.openTurns()).toHaveLength(2);
     await store.close();
+  });
+
+  it('counts a holder killed but not yet reaped (a zombie) as gone', async () => {
+    dir = tempDir('turnloom-lock-');
+    // The shell execs into sleep, which never reaps its backgrounded child: kill that child and it stays a zombie.
+    const parent = spawn('sh', ['-c', 'sleep 30 & echo $!; exec sleep 60'], { stdio: ['ignore', 'pipe', 'ignore'] });
+    try {
+      const pid = await new Promise<number>((resolve) => parent.stdout.once('data', (chunk: Buffer) => resolve(Number(chunk.toString().trim()))));
+      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+      const holder = { ...currentProcess(), pid, startTicks: Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19]) };
+      expect(isAlive(holder)).toBe(true);
+      process.kill(pid, 'SIGKILL');
+      await expect.poll(() => readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]![0]).toBe('Z');
+      expect(isAlive(holder)).toBe(false);
+    } finally {
+      parent.kill('SIGKILL');
+    }
   });
 
   it('must be a writable folder: a file or a place that cannot be created is one clear error', () => {
