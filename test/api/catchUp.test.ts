@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Bus, BusMessage } from '../../bus/index.ts';
 import { TurnloomClient } from '../../client/index.ts';
 import { type ApiFixture, openApiFixture } from '../support/apiFixture.ts';
+import { turnEvents } from '../support/engineFixture.ts';
 
 /** A connection that loses event messages while `dropping` is on, as a flaky network would. */
 function lossy(bus: Bus) {
@@ -135,19 +136,10 @@ describe('client catch-up when things go wrong', () => {
     const client = new TurnloomClient(await fx.connect(), { prefix: fx.prefix });
     const { threadId } = await client.call('thread.create', {});
     const { turnId } = await client.call('turn.start', { threadId, input: { text: 'x'.repeat(30_000) } });
-    await fx.server.engine.submit({
-      type: 'turn.record',
-      commandId: `${threadId}-long`,
-      threadId,
-      turnId,
-      events: [
-        { type: 'session.started', providerSessionId: null },
-        { type: 'turn.started', turnId },
-        { type: 'step.started', turnId, step: 1 },
-        { type: 'part.started', turnId, partId: 'p1', step: 1, kind: 'text' },
-        { type: 'part.delta', turnId, partId: 'p1', text: 'y'.repeat(30_000) },
-      ],
-    });
+    const t = turnEvents(turnId);
+    // A step still streaming a long answer: its text part is open, so the open turn is over one 64 KiB answer.
+    const [opened, delta] = t.text('p1', 1, 'y'.repeat(30_000));
+    await fx.server.engine.submit({ type: 'turn.record', commandId: `${threadId}-long`, threadId, turnId, events: [t.sessionStarted(), t.started(), t.step(1), opened!, delta!] });
     await expect(client.call('thread.get', { threadId })).rejects.toMatchObject({ code: 'unavailable', details: { size: expect.any(Number), turnId } });
     const watch = await client.watchThread(threadId);
     expect(watch.context.view).toEqual(await fx.server.engine.getThread(threadId));
