@@ -40,25 +40,41 @@ export interface ThreadWatchOptions {
 
 type LiveListener = (delta: LiveDelta) => void;
 
+/**
+ * The turns a view holds before `turnId`, oldest first: when a fresh window
+ * starts at that turn, these are closed, and closed turns never change, so a
+ * client keeps them. None when the view does not hold `turnId` (a gap).
+ */
+function turnsBefore(view: ThreadView, turnId: string | undefined): TurnView[] {
+  const index = turnId === undefined ? -1 : view.turnIds.indexOf(turnId);
+  return view.turnIds.slice(0, Math.max(0, index)).map((id) => view.turns[id]!);
+}
+
+/** The view with `older` (oldest first, all before its own turns) in front. */
+function withOlderTurns(view: ThreadView, older: TurnView[]): ThreadView {
+  if (older.length === 0) return view;
+  return { ...view, turnIds: [...older.map((turn) => turn.id), ...view.turnIds], turns: { ...Object.fromEntries(older.map((turn) => [turn.id, turn])), ...view.turns } };
+}
+
 const createWatchStore = () =>
   createStore({
     context: { view: null, olderCursor: null, seq: 0, status: 'loading', error: null, snapshots: 0, duplicates: 0 } as ThreadWatchContext,
     on: {
       snapshotLoaded: (context, { view, olderCursor }: { view: ThreadView; olderCursor: string | null }) => {
-        // Turns before the new window that this client already holds are closed, and closed turns never change: keep them.
-        const kept = context.view ? context.view.turnIds.filter((id) => !view.turns[id] && context.view!.turnIds.indexOf(id) < context.view!.turnIds.indexOf(view.turnIds[0] ?? '')) : [];
-        const merged = kept.length > 0 ? { ...view, turnIds: [...kept, ...view.turnIds], turns: { ...Object.fromEntries(kept.map((id) => [id, context.view!.turns[id]!])), ...view.turns } } : view;
-        return { ...context, view: merged, olderCursor: kept.length > 0 ? context.olderCursor : olderCursor, seq: view.seq, snapshots: context.snapshots + 1 };
-      },
-      olderTurnsLoaded: (context, { turns, olderCursor }: { turns: TurnView[]; olderCursor: string | null }) => {
-        const view = context.view!;
-        const fresh = turns.filter((turn) => !view.turns[turn.id]).reverse();
+        const kept = context.view ? turnsBefore(context.view, view.turnIds[0]) : [];
         return {
           ...context,
-          olderCursor,
-          view: { ...view, turnIds: [...fresh.map((turn) => turn.id), ...view.turnIds], turns: { ...Object.fromEntries(fresh.map((turn) => [turn.id, turn])), ...view.turns } },
+          view: withOlderTurns(view, kept),
+          olderCursor: kept.length > 0 ? context.olderCursor : olderCursor,
+          seq: view.seq,
+          snapshots: context.snapshots + 1,
         };
       },
+      olderTurnsLoaded: (context, { turns, olderCursor }: { turns: TurnView[]; olderCursor: string | null }) => ({
+        ...context,
+        olderCursor,
+        view: withOlderTurns(context.view!, turns.filter((turn) => !context.view!.turns[turn.id]).reverse()),
+      }),
       eventApplied: (context, { event }: { event: StoredEvent }) => ({ ...context, view: project(context.view!, event), seq: event.threadSeq }),
       duplicateDropped: (context) => ({ ...context, duplicates: context.duplicates + 1 }),
       statusChanged: (context, { status }: { status: ThreadWatchContext['status'] }) => ({ ...context, status }),

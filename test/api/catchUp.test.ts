@@ -78,6 +78,29 @@ describe('client catch-up by sequence', () => {
     watch.close();
   });
 
+  it('keeps the older turns it loaded when a fresh window replaces its view', async () => {
+    const { bus, state } = lossy(await fx.connect());
+    const client = new TurnloomClient(bus, { prefix: fx.prefix });
+    const { threadId } = await client.call('thread.create', { title: 'many turns' });
+    for (let i = 0; i < 25; i++) {
+      const { turnId } = await client.call('turn.start', { threadId, input: { text: `turn ${i}` } });
+      await fx.server.engine.submit({ type: 'turn.settle', commandId: `${threadId}-settle-${i}`, threadId, turnId, outcome: { kind: 'failed', error: 'no worker here' } });
+    }
+    const watch = await client.watchThread(threadId);
+    expect(watch.context.view!.turnIds).toHaveLength(20);
+    while ((await watch.loadOlderTurns()) > 0);
+    expect(watch.context.view!.turnIds).toHaveLength(25);
+    state.dropping = true;
+    await renames(threadId, 0, 1_100);
+    state.dropping = false;
+    await renames(threadId, 1_100, 1);
+    await expect.poll(() => watch.context.snapshots, { timeout: 20_000 }).toBe(2);
+    await watch.settled();
+    expect(watch.context.olderCursor).toBeNull();
+    expect(watch.context.view).toEqual(await fx.server.engine.getThread(threadId));
+    watch.close();
+  });
+
   it('drops an event it already has', async () => {
     const hub = await fx.connect();
     const client = new TurnloomClient(hub, { prefix: fx.prefix });
