@@ -1,6 +1,6 @@
 import { type Stats, accessSync, constants, mkdirSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
-import { TurnloomError } from '../services/errors.ts';
+import { TurnloomError } from '../domain/index.ts';
 
 const reasons: Record<string, string> = {
   EACCES: 'permission denied',

@@ -1,10 +1,7 @@
 import { type Database, type RootDatabase, open } from 'lmdb';
-import type { StoredEvent } from '../services/engine/domainEvents.ts';
-import { TurnloomError } from '../services/errors.ts';
-import { summarize, type ThreadSummary, type ThreadView, type TurnView } from '../services/engine/threadView.ts';
+import { type ActorSnapshotRecord, type CommitBatch, type ListedThread, type Receipt, type StoredEvent, type ThreadHead, type ThreadStore, type ThreadSummary, type ThreadView, type TurnView, TurnloomError, summarize } from '../domain/index.ts';
 import { prepareDataFolder } from './dataFolder.ts';
 import { type ProcessIdentity, currentProcess, isAlive } from './processIdentity.ts';
-import type { ActorSnapshotRecord, CommitBatch, ListedThread, Receipt, ThreadHead, ThreadStore } from './threadStore.ts';
 
 /** The folder is held by another live process: two writers would corrupt each other's threads. */
 export class DataFolderLocked extends TurnloomError {

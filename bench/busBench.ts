@@ -2,7 +2,7 @@ import { connect } from '@nats-io/transport-node';
 import { LmdbStore } from '../adapters/lmdbStore.ts';
 import { NatsBus } from '../bus/index.ts';
 import { TurnloomClient } from '../client/index.ts';
-import type { DomainEvent } from '../services/engine/domainEvents.ts';
+import type { DomainEvent } from '../domain/index.ts';
 import { startTurnloomServer } from '../services/turnloomServer.ts';
 import { startNatsServer } from '../test/support/natsServer.ts';
 import { tempDir } from '../test/support/tempDir.ts';

@@ -1,9 +1,6 @@
 import Database from 'better-sqlite3';
 import { pack, unpack } from 'msgpackr';
-import type { ActorSnapshotRecord, CommitBatch, ListedThread, Receipt, ThreadHead, ThreadStore } from '../adapters/threadStore.ts';
-import type { StoredEvent } from '../services/engine/domainEvents.ts';
-import { TurnloomError } from '../services/errors.ts';
-import { summarize, type ThreadSummary, type ThreadView, type TurnView } from '../services/engine/threadView.ts';
+import { type ActorSnapshotRecord, type CommitBatch, type ListedThread, type Receipt, type StoredEvent, type ThreadHead, type ThreadStore, type ThreadSummary, type ThreadView, type TurnView, TurnloomError, summarize } from '../domain/index.ts';
 
 const decode = <T>(row: Record<string, unknown> | undefined): T | undefined => (row ? (unpack(row.data as Buffer) as T) : undefined);
 

@@ -2,9 +2,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { LmdbStore } from '../adapters/lmdbStore.ts';
-import type { ThreadStore } from '../adapters/threadStore.ts';
+import type { DomainEvent, ThreadStore } from '../domain/index.ts';
 import type { Command } from '../services/engine/commands.ts';
-import type { DomainEvent } from '../services/engine/domainEvents.ts';
 import { Engine } from '../services/engine/engine.ts';
 
 /** The commands of one small agent turn on a fresh thread, as a client and a worker would send them. */

@@ -1,6 +1,5 @@
 import { Packr } from 'msgpackr';
-import { TurnloomError } from '../services/errors.ts';
-import { wellFormed } from './wellFormed.ts';
+import { TurnloomError, wellFormed } from '../domain/index.ts';
 
 export type ContentType = 'application/msgpack' | 'application/json';
 

@@ -1,16 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import {
-  type Bus,
-  BusError,
-  type BusMessage,
-  type BusStatus,
-  type BusSubscription,
-  type PublishOptions,
-  type RequestOptions,
-  type SubscribeOptions,
-  assertSubject,
-  subjectMatches,
-} from './bus.ts';
+import { type Bus, BusError, type BusMessage, type BusStatus, type BusSubscription, type PublishOptions, type RequestOptions, type SubscribeOptions } from '../domain/index.ts';
+import { assertSubject, subjectMatches } from './subjectRules.ts';
 
 interface HubSubscription {
   subject: string;

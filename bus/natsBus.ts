@@ -1,15 +1,6 @@
 import { type ConnectionOptions, type MsgHdrs, type NatsConnection, RequestError, TimeoutError, connect, createInbox, headers as natsHeaders } from '@nats-io/transport-node';
-import {
-  type Bus,
-  BusError,
-  type BusMessage,
-  type BusStatus,
-  type BusSubscription,
-  type PublishOptions,
-  type RequestOptions,
-  type SubscribeOptions,
-  assertSubject,
-} from './bus.ts';
+import { type Bus, BusError, type BusMessage, type BusStatus, type BusSubscription, type PublishOptions, type RequestOptions, type SubscribeOptions } from '../domain/index.ts';
+import { assertSubject } from './subjectRules.ts';
 
 function toNatsHeaders(headers: Record<string, string> | undefined): MsgHdrs | undefined {
   if (!headers || Object.keys(headers).length === 0) return undefined;

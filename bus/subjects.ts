@@ -1,4 +1,4 @@
-import { TurnloomError } from '../services/errors.ts';
+import { TurnloomError } from '../domain/index.ts';
 
 /** Ids that appear in subjects must be one token: no dots, wildcards or spaces. */
 export const idPattern = /^[A-Za-z0-9_-]{1,128}$/;

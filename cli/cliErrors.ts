@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { type ParseArgsConfig, parseArgs } from 'node:util';
 import { ZodError, type ZodType } from 'zod';
-import { TurnloomError } from '../services/errors.ts';
+import { TurnloomError } from '../domain/index.ts';
 
 /**
  * A mistake on the command line or in a file the user named: printed as one

@@ -1,7 +1,7 @@
 import { resolve } from 'node:path';
 import { InProcessHub } from '../bus/index.ts';
 import { TurnloomClient } from '../client/index.ts';
-import type { TurnView } from '../services/engine/threadView.ts';
+import type { TurnView } from '../domain/index.ts';
 import { startTurnloomServer } from '../services/turnloomServer.ts';
 import { parseOptions } from './cliErrors.ts';
 import { openStore } from './openStore.ts';

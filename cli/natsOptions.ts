@@ -1,6 +1,6 @@
 import { type ConnectionOptions, credsAuthenticator } from '@nats-io/transport-node';
 import { NatsBus } from '../bus/index.ts';
-import { TurnloomError } from '../services/errors.ts';
+import { TurnloomError } from '../domain/index.ts';
 import { UsageError, readUserFile } from './cliErrors.ts';
 import { redact, registerSecret } from './redact.ts';
 

@@ -1,5 +1,5 @@
 import { LmdbStore } from '../adapters/lmdbStore.ts';
-import { TurnloomError } from '../services/errors.ts';
+import { TurnloomError } from '../domain/index.ts';
 
 /**
  * Opens the data folder for a command. The store says what is wrong with a

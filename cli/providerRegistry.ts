@@ -1,6 +1,5 @@
 import { ScriptedProvider, scriptSchema } from '../adapters/providers/scriptedProvider.ts';
-import type { ProviderChoice } from '../services/engine/domainEvents.ts';
-import type { ProviderAdapter } from '../services/runtime/providerAdapter.ts';
+import type { ProviderAdapter, ProviderChoice } from '../domain/index.ts';
 import { UsageError, readJsonFile } from './cliErrors.ts';
 import { registerSecret } from './redact.ts';
 

@@ -4,8 +4,7 @@ import { OpenAiResponsesProvider } from '../adapters/providers/openaiResponsesPr
 import { type WireProtocol, parseChunks, serveRecordedStream, splitResponses } from '../adapters/providers/recordedStreamServer.ts';
 import { LmdbStore } from '../adapters/lmdbStore.ts';
 import { InProcessHub } from '../bus/index.ts';
-import type { ThreadView } from '../services/engine/threadView.ts';
-import type { ProviderAdapter, ToolExecutor } from '../services/runtime/providerAdapter.ts';
+import type { ProviderAdapter, ThreadView, ToolExecutor } from '../domain/index.ts';
 import { startTurnloomServer } from '../services/turnloomServer.ts';
 import { UsageError, parseOptions, readUserFile } from './cliErrors.ts';
 import { tempFolder } from './tempFolder.ts';

@@ -1,7 +1,7 @@
 import { resolve } from 'node:path';
-import { type Bus, InProcessHub, NatsBus, subjects } from '../bus/index.ts';
+import { type Bus, TurnloomError } from '../domain/index.ts';
+import { InProcessHub, NatsBus, subjects } from '../bus/index.ts';
 import { type AuthConfig, DEFAULT_MAX_PAYLOAD, authConfigSchema } from '../services/api/index.ts';
-import { TurnloomError } from '../services/errors.ts';
 import { type TurnloomServer, VERSION, startTurnloomServer } from '../services/turnloomServer.ts';
 import { UsageError, integerOption, parseOptions, positiveOption, readJsonFile } from './cliErrors.ts';
 import { type NatsSettings, connectNats, natsSettings } from './natsOptions.ts';

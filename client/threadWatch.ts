@@ -1,13 +1,11 @@
 import { createStore } from '@xstate/store';
-import { type BusMessage, type BusStatus, type BusSubscription, MSGPACK, decode } from '../bus/index.ts';
-import type { StoredEvent } from '../services/engine/domainEvents.ts';
+import { type BusMessage, type BusStatus, type BusSubscription, type StoredEvent, type ThreadView, type TurnView, TurnloomError } from '../domain/index.ts';
+import { MSGPACK, decode } from '../bus/index.ts';
 import { emptyThreadView, project, projectInto } from '../services/engine/projector.ts';
-import type { ThreadView, TurnView } from '../services/engine/threadView.ts';
 import { MAX_CATCH_UP } from '../services/api/apiResults.ts';
 import { WATCH_KIND_HEADER } from '../services/api/threadWatches.ts';
 import type { LiveDelta } from '../services/runtime/stepIngestion.ts';
-import { TurnloomError } from '../services/errors.ts';
-import type { TurnloomClient } from './turnloomClient.ts';
+import type { ApiCaller } from './apiCaller.ts';
 
 export interface ThreadWatchContext {
   /** The thread's head with its newest turns (see `thread.get`); older ones come with `loadOlderTurns`. */
@@ -100,7 +98,7 @@ const transient = (error: unknown) => error instanceof TurnloomError && error.co
 export class ThreadWatch {
   readonly threadId: string;
   readonly store = createWatchStore();
-  private readonly client: TurnloomClient;
+  private readonly client: ApiCaller;
   private readonly pollMs: number;
   private readonly pending: Work[] = [];
   private pumping: Promise<void> | null = null;
@@ -116,7 +114,7 @@ export class ThreadWatch {
   private inbox = '';
   private renewer: NodeJS.Timeout | undefined;
 
-  constructor(client: TurnloomClient, threadId: string, options: ThreadWatchOptions = {}) {
+  constructor(client: ApiCaller, threadId: string, options: ThreadWatchOptions = {}) {
     this.client = client;
     this.threadId = threadId;
     this.pollMs = options.pollMs ?? 10_000;

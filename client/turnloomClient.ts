@@ -1,6 +1,7 @@
-import { type Bus, type ContentType, MSGPACK, type Subjects, decode, encode, subjects as subjectsFor } from '../bus/index.ts';
+import { type Bus, type ErrorBody, TurnloomError } from '../domain/index.ts';
+import { type ContentType, MSGPACK, type Subjects, decode, encode, subjects as subjectsFor } from '../bus/index.ts';
 import type { ApiMethod, ApiParamsIn, ApiResults } from '../services/api/index.ts';
-import { type ErrorBody, TurnloomError } from '../services/errors.ts';
+import type { ApiCaller } from './apiCaller.ts';
 import { ThreadWatch, type ThreadWatchOptions } from './threadWatch.ts';
 
 export interface ClientOptions {
@@ -14,7 +15,7 @@ export interface ClientOptions {
 }
 
 /** A typed caller of the headless API over any bus. */
-export class TurnloomClient {
+export class TurnloomClient implements ApiCaller {
   readonly bus: Bus;
   readonly subjects: Subjects;
   private readonly options: ClientOptions;

@@ -1,3 +1,4 @@
+import type { LifecycleMachineName } from '../domain/index.ts';
 import { approvalEventDescriptions, approvalMachine } from './approvalMachine.ts';
 import { partEventDescriptions, partMachine } from './partMachine.ts';
 import { sessionEventDescriptions, sessionMachine } from './sessionMachine.ts';
@@ -9,7 +10,7 @@ export const lifecycleMachines = {
   turn: { machine: turnMachine, events: turnEventDescriptions },
   part: { machine: partMachine, events: partEventDescriptions },
   approval: { machine: approvalMachine, events: approvalEventDescriptions },
-} as const;
+} as const satisfies Record<LifecycleMachineName, unknown>;
 
-export type LifecycleMachineName = keyof typeof lifecycleMachines;
+export type { LifecycleMachineName };
 export type LifecycleMachine = (typeof lifecycleMachines)[LifecycleMachineName]['machine'];

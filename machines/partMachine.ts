@@ -1,6 +1,8 @@
 import { setup } from 'xstate';
 
-export type PartKind = 'text' | 'reasoning' | 'tool';
+import type { PartKind } from '../domain/index.ts';
+
+export type { PartKind };
 
 /**
  * One piece of an assistant message. Text and reasoning parts stream content;

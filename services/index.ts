@@ -1,5 +1,3 @@
-export { TurnloomError, IllegalTransition } from './errors.ts';
-export type { ErrorCode, ErrorBody } from './errors.ts';
 export { strictSend, assertAccepts, stateName } from './strictSend.ts';
 export * from './engine/index.ts';
 export * from './api/index.ts';

@@ -1,5 +1,5 @@
 import type { Actor, AnyMachineSnapshot, AnyStateMachine, EventFromLogic, EventObject, StateValue } from 'xstate';
-import { IllegalTransition } from './errors.ts';
+import { IllegalTransition } from '../domain/index.ts';
 
 /** Dotted path of the active leaf states, e.g. `running.streaming`. */
 export function stateName(value: StateValue): string {

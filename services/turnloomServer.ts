@@ -1,11 +1,9 @@
-import type { ThreadStore } from '../adapters/threadStore.ts';
-import { type Bus, MSGPACK, type Subjects, encode, subjects as subjectsFor } from '../bus/index.ts';
+import type { Bus, ProviderAdapter, ProviderChoice, ThreadStore } from '../domain/index.ts';
+import { MSGPACK, type Subjects, encode, subjects as subjectsFor } from '../bus/index.ts';
 import { ApiServer, type AuthConfig, Authenticator, DEFAULT_MAX_PAYLOAD, type ThreadWatchesOptions, eventLimitFor, publishCommittedEvents } from './api/index.ts';
-import type { ProviderChoice } from './engine/domainEvents.ts';
 import { Engine } from './engine/engine.ts';
 import { CrashRepair } from './runtime/crashRepair.ts';
 import { Deadlines } from './runtime/deadlines.ts';
-import type { ProviderAdapter } from './runtime/providerAdapter.ts';
 import { TurnRunner, type TurnRunnerOptions } from './runtime/turnRunner.ts';
 
 export const VERSION = '0.1.0';

@@ -1,4 +1,4 @@
-import type { ProviderErrorInfo, ProviderErrorKind } from '../../services/runtime/providerEvents.ts';
+import type { ProviderErrorInfo, ProviderErrorKind } from '../../domain/index.ts';
 
 interface ApiErrorLike {
   name?: string;

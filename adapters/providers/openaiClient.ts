@@ -5,7 +5,7 @@ export interface OpenAiProviderOptions {
   /** Any OpenAI-compatible server: Ollama, vLLM, LM Studio, DeepSeek, Groq. */
   baseURL?: string;
   defaultModel: string;
-  tools?: import('../../services/runtime/providerAdapter.ts').ToolExecutor;
+  tools?: import('../../domain/index.ts').ToolExecutor;
 }
 
 /** The SDK client both OpenAI adapters use. The runner retries (visibly, with one policy); the SDK must not retry behind its back. */

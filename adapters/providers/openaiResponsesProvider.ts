@@ -1,8 +1,6 @@
 import type OpenAI from 'openai';
 import type { ResponseCreateParamsStreaming, ResponseInputItem, ResponseStreamEvent } from 'openai/resources/responses/responses';
-import type { Usage } from '../../services/engine/domainEvents.ts';
-import { type ProviderAdapter, ProviderError, type ProviderRequest, type ToolExecutor } from '../../services/runtime/providerAdapter.ts';
-import type { ProviderEvent, StopReason } from '../../services/runtime/providerEvents.ts';
+import { type ProviderAdapter, ProviderError, type ProviderEvent, type ProviderRequest, type StopReason, type ToolExecutor, type Usage } from '../../domain/index.ts';
 import { classifyProviderError } from './classifyProviderError.ts';
 import { type OpenAiProviderOptions, createOpenAiClient } from './openaiClient.ts';
 import { parseToolInput } from './parseToolInput.ts';

@@ -1,15 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { z } from 'zod';
-import {
-  type ProviderAdapter,
-  ProviderError,
-  type ProviderRequest,
-  type ToolCall,
-  type ToolExecutor,
-  type ToolResult,
-} from '../../services/runtime/providerAdapter.ts';
-import type { ProviderEvent } from '../../services/runtime/providerEvents.ts';
+import { type ProviderAdapter, ProviderError, type ProviderEvent, type ProviderRequest, type ToolCall, type ToolExecutor, type ToolResult } from '../../domain/index.ts';
 
 const usage = z.object({ input: z.number().int().min(0), output: z.number().int().min(0), reasoning: z.number().int().min(0), cacheRead: z.number().int().min(0), cacheWrite: z.number().int().min(0) }).partial().strict();
 

@@ -1,6 +1,5 @@
 import type { Engine } from '../engine/engine.ts';
-import type { ThreadSummary, ThreadView } from '../engine/threadView.ts';
-import { TurnloomError } from '../errors.ts';
+import { type ThreadSummary, type ThreadView, TurnloomError } from '../../domain/index.ts';
 import type { Principal } from './auth.ts';
 
 /** Threads belong to their owner; `admin` reaches every thread; a thread that belongs to nobody is everyone's. */

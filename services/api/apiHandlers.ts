@@ -1,10 +1,7 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { isInbox } from '../../bus/index.ts';
-import { cutToFit, jsonBytes } from '../engine/cutToFit.ts';
-import type { ProviderChoice } from '../engine/domainEvents.ts';
+import { type ListedThread, type ProviderChoice, TurnloomError, cutToFit, jsonBytes } from '../../domain/index.ts';
 import type { Engine, SubmitOptions } from '../engine/engine.ts';
-import type { ListedThread } from '../../adapters/threadStore.ts';
-import { TurnloomError } from '../errors.ts';
 import { mayUse, readableThread, requireThread } from './access.ts';
 import { type ApiResults, EVENT_ENVELOPE_BYTES, type PendingApproval, type WireEvent } from './apiResults.ts';
 import type { ApiMethod, ApiParams } from './apiSchemas.ts';

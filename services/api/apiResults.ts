@@ -1,6 +1,5 @@
 import type { CommandResult } from '../engine/commands.ts';
-import type { StoredEvent } from '../engine/domainEvents.ts';
-import type { ApprovalView, ThreadSummary, ThreadView, TurnView } from '../engine/threadView.ts';
+import type { ApprovalView, StoredEvent, ThreadSummary, ThreadView, TurnView } from '../../domain/index.ts';
 import type { ApiMethod } from './apiSchemas.ts';
 
 /** What every mutating method answers: the command's id and the events it wrote. */

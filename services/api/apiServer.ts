@@ -1,8 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import { type Bus, type BusMessage, type BusSubscription, type ContentType, JSON_TYPE, type Subjects, contentTypeOf, decode, encode, isInbox } from '../../bus/index.ts';
-import type { ProviderChoice } from '../engine/domainEvents.ts';
+import { type Bus, type BusMessage, type BusSubscription, type ProviderChoice, TurnloomError } from '../../domain/index.ts';
+import { type ContentType, JSON_TYPE, type Subjects, contentTypeOf, decode, encode, isInbox } from '../../bus/index.ts';
 import type { Engine } from '../engine/engine.ts';
-import { TurnloomError } from '../errors.ts';
 import { type ApiContext, apiHandlers } from './apiHandlers.ts';
 import { EVENT_ENVELOPE_BYTES } from './apiResults.ts';
 import { type ApiMethod, apiMethods, apiParams, isApiMethod } from './apiSchemas.ts';

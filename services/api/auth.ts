@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { TurnloomError } from '../errors.ts';
+import { TurnloomError } from '../../domain/index.ts';
 
 export const scopes = ['read', 'operate', 'approve', 'admin'] as const;
 export type Scope = (typeof scopes)[number];

@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { type Bus, type BusSubscription, JSON_TYPE, type Subjects, decode, encode } from '../../bus/index.ts';
-import { TurnloomError } from '../errors.ts';
+import { type Bus, type BusSubscription, TurnloomError } from '../../domain/index.ts';
+import { JSON_TYPE, type Subjects, decode, encode } from '../../bus/index.ts';
 
 /** What an engine says about itself on `<p>.v1.engine.claim`. */
 interface ClaimNotice {

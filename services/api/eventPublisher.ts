@@ -1,4 +1,5 @@
-import { type Bus, MSGPACK, type Subjects, encode } from '../../bus/index.ts';
+import type { Bus } from '../../domain/index.ts';
+import { MSGPACK, type Subjects, encode } from '../../bus/index.ts';
 import type { Engine } from '../engine/engine.ts';
 
 /**

@@ -1,5 +1,4 @@
-import { jsonBytes } from '../engine/cutToFit.ts';
-import { TurnloomError } from '../errors.ts';
+import { TurnloomError, jsonBytes } from '../../domain/index.ts';
 
 /**
  * Cursors are opaque to clients: a kind and a position, base64url. A cursor of

@@ -1,4 +1,5 @@
-import { type Bus, type BusSubscription, isInbox } from '../../bus/index.ts';
+import type { Bus, BusSubscription } from '../../domain/index.ts';
+import { isInbox } from '../../bus/index.ts';
 
 export interface EndpointStats {
   name: string;

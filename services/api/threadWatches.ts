@@ -1,8 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import { type Bus, type BusSubscription, MSGPACK, type Subjects, encode } from '../../bus/index.ts';
-import type { StoredEvent } from '../engine/domainEvents.ts';
+import { type Bus, type BusSubscription, type StoredEvent, TurnloomError } from '../../domain/index.ts';
+import { MSGPACK, type Subjects, encode } from '../../bus/index.ts';
 import type { Engine } from '../engine/engine.ts';
-import { TurnloomError } from '../errors.ts';
 
 /** How a watched thread's messages are marked on the watcher's inbox. */
 export const WATCH_KIND_HEADER = 'turnloom-kind';

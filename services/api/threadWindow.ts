@@ -1,6 +1,4 @@
-import { jsonBytes } from '../engine/cutToFit.ts';
-import type { ThreadView, TurnView } from '../engine/threadView.ts';
-import { TurnloomError } from '../errors.ts';
+import { type ThreadView, type TurnView, TurnloomError, jsonBytes } from '../../domain/index.ts';
 import { encodeCursor } from './paging.ts';
 
 /**

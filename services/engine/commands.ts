@@ -1,4 +1,4 @@
-import type { DomainEvent, ProviderChoice } from './domainEvents.ts';
+import type { DomainEvent, ProviderChoice } from '../../domain/index.ts';
 import type { TurnOutcome } from './settleTurn.ts';
 
 /**

@@ -1,7 +1,6 @@
 import { idPattern } from '../../bus/subjects.ts';
 import type { Command } from './commands.ts';
-import type { DomainEvent } from './domainEvents.ts';
-import { IllegalTransition, TurnloomError } from '../errors.ts';
+import { type DomainEvent, IllegalTransition, TurnloomError } from '../../domain/index.ts';
 import { settleOpenTurn } from './settleTurn.ts';
 import type { ThreadDraft } from './threadDraft.ts';
 

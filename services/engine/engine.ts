@@ -1,16 +1,12 @@
 import { createHash } from 'node:crypto';
-import type { ListedThread, Receipt, ThreadHead, ThreadStore } from '../../adapters/threadStore.ts';
-import { wellFormed } from '../../bus/wellFormed.ts';
+import { type ListedThread, type Receipt, type StoredEvent, type ThreadHead, type ThreadStore, type ThreadSummary, type ThreadView, TurnloomError, summarize, wellFormed } from '../../domain/index.ts';
 import { type Command, type CommandResult, isSystemCommand } from './commands.ts';
 import { decide } from './decide.ts';
-import type { StoredEvent } from './domainEvents.ts';
-import { TurnloomError } from '../errors.ts';
 import { machinesVersion } from './machinesVersion.ts';
 import { emptyThreadView } from './projector.ts';
 import { routeEvent } from './routeEvent.ts';
 import { type InspectListener, ThreadActors } from './threadActors.ts';
 import { ThreadDraft } from './threadDraft.ts';
-import { type ThreadSummary, type ThreadView, summarize } from './threadView.ts';
 
 export interface EngineOptions {
   store: ThreadStore;

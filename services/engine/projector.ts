@@ -1,10 +1,8 @@
+import { type ApprovalView, type DomainEvent, type PartView, type ThreadView, type TurnView, addUsage, childId, emptyCursor, zeroUsage } from '../../domain/index.ts';
 import { approvalMachine, partMachine, sessionMachine, turnMachine } from '../../machines/index.ts';
-import { childId } from './derivedIds.ts';
-import { type DomainEvent, addUsage, zeroUsage } from './domainEvents.ts';
 import { advanceLifecycle, initialStateName } from './lifecycleState.ts';
-import { advanceCursor, emptyCursor } from './logInvariants.ts';
+import { advanceCursor } from './logInvariants.ts';
 import { type Delivery, routeEvent } from './routeEvent.ts';
-import type { ApprovalView, PartView, ThreadView, TurnView } from './threadView.ts';
 
 /** What the projector needs of a committed event. */
 export interface ProjectedEvent {

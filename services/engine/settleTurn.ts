@@ -1,6 +1,5 @@
-import type { ToolOutcome } from './domainEvents.ts';
+import { type ToolOutcome, isOpenPart } from '../../domain/index.ts';
 import type { ThreadDraft } from './threadDraft.ts';
-import { isOpenPart } from './threadView.ts';
 
 /** How an open turn ends when it cannot end on its own. */
 export type TurnOutcome =

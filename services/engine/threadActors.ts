@@ -1,18 +1,9 @@
 import { type Actor, type AnyMachineSnapshot, type AnyStateMachine, type Snapshot, createActor } from 'xstate';
+import type { PersistedActor, PersistedActorTree } from '../../domain/index.ts';
 import { lifecycleMachines, type LifecycleMachineName } from '../../machines/index.ts';
 import { type Delivery, actorKey } from './routeEvent.ts';
 import { strictSend } from '../strictSend.ts';
 
-/** One live actor of the tree as it is persisted: enough to restore it exactly. */
-export interface PersistedActor {
-  machine: LifecycleMachineName;
-  id: string;
-  input: Record<string, unknown>;
-  snapshot: Snapshot<unknown>;
-}
-
-/** The thread's actor tree as stored in LMDB: only actors not yet in a final state. */
-export type PersistedActorTree = PersistedActor[];
 
 interface LiveActor {
   machine: LifecycleMachineName;

@@ -1,13 +1,10 @@
 import { type AnyMachineSnapshot, initialTransition, transition } from 'xstate';
 import { lifecycleMachines, type LifecycleMachineName } from '../../machines/index.ts';
-import type { DomainEvent } from './domainEvents.ts';
-import { IllegalTransition, TurnloomError } from '../errors.ts';
-import { cutToFit, jsonBytes } from './cutToFit.ts';
+import { type DomainEvent, IllegalTransition, type ThreadView, TurnloomError, cutToFit, jsonBytes } from '../../domain/index.ts';
 import { projectInto } from './projector.ts';
 import { type Delivery, actorKey, routeEvent } from './routeEvent.ts';
 import { assertAccepts, stateName } from '../strictSend.ts';
 import type { ThreadActors } from './threadActors.ts';
-import type { ThreadView } from './threadView.ts';
 
 /**
  * Every stored event must travel in one answer, in either encoding. What a

@@ -1,6 +1,6 @@
 import type { Engine } from '../engine/engine.ts';
 import { systemCommandId } from '../engine/commands.ts';
-import { TurnloomError } from '../errors.ts';
+import { TurnloomError } from '../../domain/index.ts';
 
 export interface DeadlineOptions {
   /** An interrupt nobody confirms is settled after this long. */

@@ -1,5 +1,4 @@
-import type { PartView, ThreadView } from '../engine/threadView.ts';
-import type { AssistantPart, ProviderMessage } from './providerAdapter.ts';
+import type { AssistantPart, PartView, ProviderMessage, ThreadView } from '../../domain/index.ts';
 
 function assistantPart(part: PartView): AssistantPart | null {
   if (part.tool) return { kind: 'toolCall', callId: part.tool.callId, name: part.tool.name, input: part.tool.input ?? {} };

@@ -7,8 +7,5 @@ export type { DeadlineOptions } from './deadlines.ts';
 export { StepIngestion } from './stepIngestion.ts';
 export type { LiveDelta, StepIngestionOptions } from './stepIngestion.ts';
 export { deriveMessages, systemPrompt } from './deriveRequest.ts';
-export { ProviderError } from './providerAdapter.ts';
-export type { ProviderAdapter, ProviderRequest, ProviderMessage, AssistantPart, ToolSpec, ToolCall, ToolResult, ToolExecutor } from './providerAdapter.ts';
-export type { ProviderEvent, ProviderErrorInfo, ProviderErrorKind, StopReason } from './providerEvents.ts';
 export { defaultRetryPolicy, retryDelay } from './retryPolicy.ts';
 export type { RetryPolicy } from './retryPolicy.ts';

@@ -1,4 +1,4 @@
-import type { ProviderErrorInfo, ProviderErrorKind } from './providerEvents.ts';
+import type { ProviderErrorInfo, ProviderErrorKind } from '../../domain/index.ts';
 
 export interface RetryPolicy {
   /** Attempts per model call, the first included. */

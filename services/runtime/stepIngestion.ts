@@ -1,8 +1,4 @@
-import { wellFormedString } from '../../bus/wellFormed.ts';
-import { childId } from '../engine/derivedIds.ts';
-import type { DomainEvent, Usage } from '../engine/domainEvents.ts';
-import type { ToolCall } from './providerAdapter.ts';
-import type { ProviderEvent, StopReason } from './providerEvents.ts';
+import { type DomainEvent, type ProviderEvent, type StopReason, type ToolCall, type Usage, childId, wellFormedString } from '../../domain/index.ts';
 
 /** One delta on the ephemeral live channel: the typing effect, never stored. */
 export interface LiveDelta {

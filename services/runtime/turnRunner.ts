@@ -1,13 +1,8 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { systemCommandId } from '../engine/commands.ts';
-import { childId } from '../engine/derivedIds.ts';
-import type { DomainEvent, ProviderChoice, StoredEvent } from '../engine/domainEvents.ts';
+import { type DomainEvent, type ProviderAdapter, type ProviderChoice, ProviderError, type ProviderErrorInfo, type ProviderRequest, type StoredEvent, type ToolCall, type ToolExecutor, TurnloomError, childId, isOpenPart } from '../../domain/index.ts';
 import type { Engine } from '../engine/engine.ts';
-import { isOpenPart } from '../engine/threadView.ts';
-import { TurnloomError } from '../errors.ts';
 import { deriveMessages, systemPrompt } from './deriveRequest.ts';
-import { type ProviderAdapter, ProviderError, type ProviderRequest, type ToolCall, type ToolExecutor } from './providerAdapter.ts';
-import type { ProviderErrorInfo } from './providerEvents.ts';
 import { type RetryPolicy, defaultRetryPolicy, retryDelay } from './retryPolicy.ts';
 import { type LiveDelta, StepIngestion } from './stepIngestion.ts';
 

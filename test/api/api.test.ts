@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type Bus, JSON_TYPE, MSGPACK, decode, encode } from '../../bus/index.ts';
+import { type Bus, TurnloomError } from '../../domain/index.ts';
+import { JSON_TYPE, MSGPACK, decode, encode } from '../../bus/index.ts';
 import type { TurnloomClient } from '../../client/index.ts';
-import { TurnloomError } from '../../services/errors.ts';
 import { type ApiFixture, openApiFixture } from '../support/apiFixture.ts';
 import { turnEvents } from '../support/engineFixture.ts';
 

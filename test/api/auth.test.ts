@@ -1,10 +1,10 @@
 import { readFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type Bus, type BusError, TurnloomError } from '../../domain/index.ts';
 import { LmdbStore } from '../../adapters/lmdbStore.ts';
-import { type Bus, type BusError, NatsBus } from '../../bus/index.ts';
+import { NatsBus } from '../../bus/index.ts';
 import { TurnloomClient } from '../../client/index.ts';
-import { TurnloomError } from '../../services/errors.ts';
 import { type TurnloomServer, startTurnloomServer } from '../../services/turnloomServer.ts';
 import { type ApiFixture, openApiFixture } from '../support/apiFixture.ts';
 import { turnEvents } from '../support/engineFixture.ts';

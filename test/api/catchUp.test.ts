@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Bus, BusMessage } from '../../bus/index.ts';
+
+import type { Bus, BusMessage } from '../../domain/index.ts';
 import { TurnloomClient } from '../../client/index.ts';
 import { type ApiFixture, openApiFixture } from '../support/apiFixture.ts';
 import { turnEvents } from '../support/engineFixture.ts';

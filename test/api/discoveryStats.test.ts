@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import type { TurnloomError } from '../../services/errors.ts';
+import type { TurnloomError } from '../../domain/index.ts';
 import { type ApiFixture, openApiFixture } from '../support/apiFixture.ts';
 
 describe('$SRV.STATS', () => {

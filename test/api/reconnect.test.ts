@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { DomainEvent } from '../../services/engine/domainEvents.ts';
+import type { DomainEvent } from '../../domain/index.ts';
 import { type ApiFixture, openApiFixture } from '../support/apiFixture.ts';
 import { turnEvents } from '../support/engineFixture.ts';
 import { type NatsServerHandle, startNatsServer } from '../support/natsServer.ts';

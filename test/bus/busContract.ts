@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { type Bus, BusError, type BusMessage } from '../../bus/index.ts';
+import { type Bus, BusError, type BusMessage } from '../../domain/index.ts';
 
 export interface BusWorld {
   /** A new connection to the same subject space. */

@@ -1,5 +1,6 @@
 import { inject } from 'vitest';
-import { type Bus, NatsBus } from '../../bus/index.ts';
+import type { Bus } from '../../domain/index.ts';
+import { NatsBus } from '../../bus/index.ts';
 import { busContract } from './busContract.ts';
 
 busContract('NATS', async () => {

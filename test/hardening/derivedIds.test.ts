@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { ScriptedProvider } from '../../adapters/providers/scriptedProvider.ts';
 import { idPattern } from '../../bus/index.ts';
-import { childId } from '../../services/engine/derivedIds.ts';
+import { childId } from '../../domain/index.ts';
 import { type ApiFixture, openApiFixture } from '../support/apiFixture.ts';
 import { turnEvents } from '../support/engineFixture.ts';
 

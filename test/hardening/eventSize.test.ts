@@ -2,7 +2,7 @@ import { afterAll, describe, expect, it, onTestFinished } from 'vitest';
 import { LmdbStore } from '../../adapters/lmdbStore.ts';
 import { InProcessHub, JSON_TYPE, MSGPACK } from '../../bus/index.ts';
 import { TurnloomClient } from '../../client/index.ts';
-import { jsonBytes } from '../../services/engine/cutToFit.ts';
+import { jsonBytes } from '../../domain/index.ts';
 import { type WireEvent, eventLimitFor } from '../../services/api/index.ts';
 import { startTurnloomServer } from '../../services/turnloomServer.ts';
 import { turnEvents } from '../support/engineFixture.ts';

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { JSON_TYPE } from '../../bus/index.ts';
-import type { StoredEvent } from '../../services/engine/domainEvents.ts';
+import type { StoredEvent } from '../../domain/index.ts';
 import { rebuildView } from '../../services/engine/projector.ts';
 import { type ApiFixture, openApiFixture } from '../support/apiFixture.ts';
 import { turnEvents } from '../support/engineFixture.ts';

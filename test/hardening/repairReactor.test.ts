@@ -2,7 +2,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { LmdbStore } from '../../adapters/lmdbStore.ts';
 import { InProcessHub, MSGPACK, decode } from '../../bus/index.ts';
 import { TurnloomClient } from '../../client/index.ts';
-import type { StoredEvent } from '../../services/engine/domainEvents.ts';
+import type { StoredEvent } from '../../domain/index.ts';
 import { Engine } from '../../services/engine/engine.ts';
 import { subjects } from '../../bus/index.ts';
 import { startTurnloomServer } from '../../services/turnloomServer.ts';

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
+import { IllegalTransition } from '../../domain/index.ts';
 import { approvalMachine } from '../../machines/index.ts';
-import { IllegalTransition, strictSend } from '../../services/index.ts';
+import { strictSend } from '../../services/index.ts';
 import { drive, stateOf } from './drive.ts';
 
 const input = { approvalId: 'a1' };

@@ -1,8 +1,9 @@
 import { type AnyStateMachine, type StateValue, createActor } from 'xstate';
 import { getShortestPaths } from 'xstate/graph';
 import { describe, expect, it } from 'vitest';
+import { IllegalTransition } from '../../domain/index.ts';
 import { lifecycleMachines, type LifecycleMachineName } from '../../machines/index.ts';
-import { IllegalTransition, stateName, strictSend } from '../../services/index.ts';
+import { stateName, strictSend } from '../../services/index.ts';
 import { sampleEvents, sampleInputs } from './sampleEvents.ts';
 
 interface ChartNode {

@@ -4,7 +4,7 @@ import { AnthropicProvider } from '../../adapters/providers/anthropicProvider.ts
 import { OpenAiChatProvider } from '../../adapters/providers/openaiChatProvider.ts';
 import { OpenAiResponsesProvider } from '../../adapters/providers/openaiResponsesProvider.ts';
 import { type RecordedStreamServer, type ResponsePlan, type WireProtocol, parseChunks, serveRecordedStream } from '../../adapters/providers/recordedStreamServer.ts';
-import type { ProviderAdapter } from '../../services/runtime/providerAdapter.ts';
+import type { ProviderAdapter } from '../../domain/index.ts';
 import { type ApiFixture, openApiFixture } from '../support/apiFixture.ts';
 import { expectedFrom, fixturesDir } from '../support/fixtureOracle.ts';
 

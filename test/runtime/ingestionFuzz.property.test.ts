@@ -1,8 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import type { ProviderAdapter, ToolExecutor } from '../../services/runtime/providerAdapter.ts';
-import { ProviderError } from '../../services/runtime/providerAdapter.ts';
-import type { ProviderEvent } from '../../services/runtime/providerEvents.ts';
+import { type ProviderAdapter, ProviderError, type ProviderEvent, type ToolExecutor } from '../../domain/index.ts';
 import { openApiFixture } from '../support/apiFixture.ts';
 import { rebuildFromLog } from '../support/engineFixture.ts';
 

@@ -4,7 +4,7 @@ import { toMessagesParams } from '../../adapters/providers/anthropicProvider.ts'
 import { OpenAiChatProvider } from '../../adapters/providers/openaiChatProvider.ts';
 import { type RecordedStreamServer, parseChunks, serveRecordedStream } from '../../adapters/providers/recordedStreamServer.ts';
 import { deriveMessages } from '../../services/runtime/deriveRequest.ts';
-import type { ProviderRequest, ToolExecutor } from '../../services/runtime/providerAdapter.ts';
+import type { ProviderRequest, ToolExecutor } from '../../domain/index.ts';
 import { type ApiFixture, openApiFixture } from '../support/apiFixture.ts';
 import { fixturesDir } from '../support/fixtureOracle.ts';
 import { type EngineFixture, createThread, openEngineFixture, record, startTurn, turnEvents } from '../support/engineFixture.ts';

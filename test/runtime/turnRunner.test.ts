@@ -3,7 +3,7 @@ import { ScriptedProvider, type ScriptInput } from '../../adapters/providers/scr
 import { LmdbStore } from '../../adapters/lmdbStore.ts';
 import { InProcessHub, MSGPACK, decode } from '../../bus/index.ts';
 import type { TurnloomClient } from '../../client/index.ts';
-import type { ProviderAdapter } from '../../services/runtime/providerAdapter.ts';
+import type { ProviderAdapter } from '../../domain/index.ts';
 import type { LiveDelta } from '../../services/runtime/stepIngestion.ts';
 import { startTurnloomServer } from '../../services/turnloomServer.ts';
 import { type ApiFixture, openApiFixture } from '../support/apiFixture.ts';

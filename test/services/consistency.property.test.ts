@@ -1,10 +1,8 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { Command } from '../../services/engine/commands.ts';
-import type { DomainEvent } from '../../services/engine/domainEvents.ts';
-import { TurnloomError } from '../../services/errors.ts';
+import { type DomainEvent, type ThreadView, TurnloomError, isOpenPart } from '../../domain/index.ts';
 import { stateName } from '../../services/strictSend.ts';
-import { type ThreadView, isOpenPart } from '../../services/engine/threadView.ts';
 import { openEngineFixture, rebuildFromLog } from '../support/engineFixture.ts';
 
 /**

@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, describe, expect, it } from 'vitest';
 import { LmdbStore } from '../../adapters/lmdbStore.ts';
-import type { StoredEvent } from '../../services/engine/domainEvents.ts';
+import type { StoredEvent } from '../../domain/index.ts';
 import { Engine } from '../../services/engine/engine.ts';
 import { rebuildView } from '../../services/engine/projector.ts';
 import { CrashRepair } from '../../services/runtime/crashRepair.ts';

@@ -1,6 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { IllegalTransition, InvariantViolation, TurnloomError } from '../../services/errors.ts';
-import type { StoredEvent } from '../../services/engine/domainEvents.ts';
+import { IllegalTransition, InvariantViolation, type StoredEvent, TurnloomError } from '../../domain/index.ts';
 import { type EngineFixture, createThread, nextId, openEngineFixture, readAllReceipts, rebuildFromLog, record, startTurn, turnEvents } from '../support/engineFixture.ts';
 
 let fx: EngineFixture;

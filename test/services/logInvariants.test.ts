@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { DomainEvent } from '../../services/engine/domainEvents.ts';
-import { type Invariant, InvariantViolation, advanceCursor, emptyCursor } from '../../services/engine/logInvariants.ts';
+import { type DomainEvent, type Invariant, InvariantViolation, emptyCursor } from '../../domain/index.ts';
+import { advanceCursor } from '../../services/engine/logInvariants.ts';
 import { type EngineFixture, createThread, openEngineFixture, record, startTurn, turnEvents } from '../support/engineFixture.ts';
 
 const t = turnEvents('t1');

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
+import type { Bus } from '../../domain/index.ts';
 import { LmdbStore } from '../../adapters/lmdbStore.ts';
-import { type Bus, InProcessHub, NatsBus } from '../../bus/index.ts';
+import { InProcessHub, NatsBus } from '../../bus/index.ts';
 import { TurnloomClient, type ClientOptions } from '../../client/index.ts';
 import { type TurnloomServer, type TurnloomServerOptions, startTurnloomServer } from '../../services/turnloomServer.ts';
 import { tempDir } from './tempDir.ts';

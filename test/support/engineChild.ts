@@ -6,7 +6,7 @@
  */
 import { LmdbStore } from '../../adapters/lmdbStore.ts';
 import type { Command } from '../../services/engine/commands.ts';
-import type { DomainEvent } from '../../services/engine/domainEvents.ts';
+import type { DomainEvent } from '../../domain/index.ts';
 import { Engine } from '../../services/engine/engine.ts';
 import { turnEvents } from './engineFixture.ts';
 

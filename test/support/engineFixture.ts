@@ -1,8 +1,7 @@
 import { open } from 'lmdb';
 import { LmdbStore } from '../../adapters/lmdbStore.ts';
-import type { Receipt } from '../../adapters/threadStore.ts';
+import type { DomainEvent, Receipt } from '../../domain/index.ts';
 import type { Command } from '../../services/engine/commands.ts';
-import type { DomainEvent } from '../../services/engine/domainEvents.ts';
 import { Engine, type EngineOptions } from '../../services/engine/engine.ts';
 import { rebuildView } from '../../services/engine/projector.ts';
 import { tempDir } from './tempDir.ts';

@@ -1,4 +1,5 @@
-import type { PartKind } from '../../machines/index.ts';
+/** What a piece of an assistant message holds. */
+export type PartKind = 'text' | 'reasoning' | 'tool';
 
 /** Token counts of one model call (a step), summed per turn and per thread. */
 export interface Usage {

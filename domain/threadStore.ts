@@ -1,7 +1,21 @@
-import type { DomainEvent, StoredEvent } from '../services/engine/domainEvents.ts';
-import type { ErrorBody } from '../services/errors.ts';
-import type { PersistedActorTree } from '../services/engine/threadActors.ts';
-import type { ThreadSummary, ThreadView, TurnView } from '../services/engine/threadView.ts';
+import type { DomainEvent, StoredEvent } from './domainEvents.ts';
+import type { ErrorBody } from './errors.ts';
+import type { Snapshot } from 'xstate';
+import type { ThreadSummary, ThreadView, TurnView } from './threadView.ts';
+
+/** The four lifecycles that run as actors. */
+export type LifecycleMachineName = 'session' | 'turn' | 'part' | 'approval';
+
+/** One live actor of the tree as it is persisted: enough to restore it exactly. */
+export interface PersistedActor {
+  machine: LifecycleMachineName;
+  id: string;
+  input: Record<string, unknown>;
+  snapshot: Snapshot<unknown>;
+}
+
+/** The thread's actor tree as stored in LMDB: only actors not yet in a final state. */
+export type PersistedActorTree = PersistedActor[];
 
 /** The stored answer to a command id: the same id always gets this answer back. */
 export type Receipt =

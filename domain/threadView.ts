@@ -1,6 +1,5 @@
-import type { PartKind } from '../../machines/index.ts';
-import type { ProviderChoice, ToolOutcome, Usage } from './domainEvents.ts';
-import type { LogCursor } from './logInvariants.ts';
+import type { PartKind, ProviderChoice, ToolOutcome, Usage } from './domainEvents.ts';
+import type { LogCursor } from './logCursor.ts';
 
 /**
  * The read model of a thread, a pure fold of its events. Lifecycle `state`

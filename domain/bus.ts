@@ -1,4 +1,4 @@
-import { TurnloomError } from '../services/errors.ts';
+import { TurnloomError } from './errors.ts';
 
 /** A message as every transport delivers it. Header names are lower case. */
 export interface BusMessage {
@@ -68,29 +68,4 @@ export class BusError extends TurnloomError {
     this.name = 'BusError';
     this.kind = kind;
   }
-}
-
-const tokenPattern = /^[^\s.*>]+$/;
-
-/** Throws unless `subject` is a valid publish subject (or, with `wildcards`, subscription). */
-export function assertSubject(subject: string, wildcards: boolean): void {
-  const tokens = subject.split('.');
-  const valid = tokens.every((token, index) => {
-    if (wildcards && token === '*') return true;
-    if (wildcards && token === '>') return index === tokens.length - 1;
-    return tokenPattern.test(token);
-  });
-  if (!valid) throw new BusError('invalid_subject', `invalid subject "${subject}"`, subject);
-}
-
-/** Does a concrete subject match a subscription pattern? */
-export function subjectMatches(pattern: string, subject: string): boolean {
-  const want = pattern.split('.');
-  const have = subject.split('.');
-  for (let i = 0; i < want.length; i++) {
-    if (want[i] === '>') return have.length > i;
-    if (i >= have.length) return false;
-    if (want[i] !== '*' && want[i] !== have[i]) return false;
-  }
-  return want.length === have.length;
 }

@@ -1,0 +1,26 @@
+import { BusError } from '../domain/index.ts';
+
+const tokenPattern = /^[^\s.*>]+$/;
+
+/** Throws unless `subject` is a valid publish subject (or, with `wildcards`, subscription). */
+export function assertSubject(subject: string, wildcards: boolean): void {
+  const tokens = subject.split('.');
+  const valid = tokens.every((token, index) => {
+    if (wildcards && token === '*') return true;
+    if (wildcards && token === '>') return index === tokens.length - 1;
+    return tokenPattern.test(token);
+  });
+  if (!valid) throw new BusError('invalid_subject', `invalid subject "${subject}"`, subject);
+}
+
+/** Does a concrete subject match a subscription pattern? */
+export function subjectMatches(pattern: string, subject: string): boolean {
+  const want = pattern.split('.');
+  const have = subject.split('.');
+  for (let i = 0; i < want.length; i++) {
+    if (want[i] === '>') return have.length > i;
+    if (i >= have.length) return false;
+    if (want[i] !== '*' && want[i] !== have[i]) return false;
+  }
+  return want.length === have.length;
+}

@@ -1,0 +1,10 @@
+import type { Subjects } from '../bus/index.ts';
+import type { Bus } from '../domain/index.ts';
+import type { ApiMethod, ApiParamsIn, ApiResults } from '../services/api/index.ts';
+
+/** What a thread watch needs of a client: its bus and subjects, and typed API calls. */
+export interface ApiCaller {
+  readonly bus: Bus;
+  readonly subjects: Subjects;
+  call<M extends ApiMethod>(method: M, params: ApiParamsIn<M>): Promise<ApiResults[M]>;
+}
