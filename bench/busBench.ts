@@ -69,7 +69,7 @@ export async function busBench(): Promise<void> {
     [
       { type: 'session.started', providerSessionId: null },
       { type: 'turn.started', turnId },
-      { type: 'step.started', turnId, step: 1 },
+      { type: 'step.started', turnId, step: 1, digest: null },
       { type: 'part.started', turnId, partId: 'p', step: 1, kind: 'text' },
     ],
     0,

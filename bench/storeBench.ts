@@ -15,7 +15,7 @@ function turnCommands(threadId: string): Command[] {
   return [
     { type: 'thread.create', commandId: id(0), threadId, title: 'bench', workspace: null, owner: null },
     { type: 'turn.start', commandId: id(1), threadId, turnId, input: { text: 'fix the race' }, provider: { name: 'scripted', model: null } },
-    rec(2, [{ type: 'session.started', providerSessionId: null }, { type: 'turn.started', turnId }, { type: 'step.started', turnId, step: 1 }]),
+    rec(2, [{ type: 'session.started', providerSessionId: null }, { type: 'turn.started', turnId }, { type: 'step.started', turnId, step: 1, digest: null }]),
     rec(3, [
       { type: 'part.started', turnId, partId: `${turnId}-p1`, step: 1, kind: 'text' },
       { type: 'part.delta', turnId, partId: `${turnId}-p1`, text: 'Let me run the tests. '.repeat(20) },
@@ -29,7 +29,7 @@ function turnCommands(threadId: string): Command[] {
     rec(5, [
       { type: 'tool.result', turnId, partId: `${turnId}-p2`, toolCallId: `${turnId}-call`, output: 'ok '.repeat(200) },
       { type: 'step.finished', turnId, step: 1, outcome: 'toolCalls', finishReason: 'tool_calls', usage, error: null },
-      { type: 'step.started', turnId, step: 2 },
+      { type: 'step.started', turnId, step: 2, digest: null },
     ]),
     rec(6, [
       { type: 'part.started', turnId, partId: `${turnId}-p3`, step: 2, kind: 'text' },

@@ -18,6 +18,12 @@ export interface ProviderChoice {
 
 export type ToolOutcome = 'notStarted' | 'unknown';
 
+/** Who confirmed that an interrupted turn stopped. */
+export type InterruptCause = 'provider' | 'deadline' | 'repair' | 'workerLost' | 'engine';
+
+/** The environment a thread runs in when it names none. */
+export const DEFAULT_ENVIRONMENT = 'default';
+
 /**
  * The durable log of a thread. Every fact turnloom knows is one of these; the
  * read model is a fold of them and the lifecycle actors are restored from them.
@@ -25,7 +31,14 @@ export type ToolOutcome = 'notStarted' | 'unknown';
  */
 export type DomainEvent =
   // thread
-  | { type: 'thread.created'; title: string; workspace: string | null; owner: string | null }
+  | {
+      type: 'thread.created';
+      title: string;
+      workspace: string | null;
+      owner: string | null;
+      /** Which workers may run its turns: those that serve this environment. */
+      environment: string;
+    }
   | { type: 'thread.renamed'; title: string }
   | { type: 'thread.archived' }
   // session (the provider binding)
@@ -36,7 +49,20 @@ export type DomainEvent =
   // turn and its steps
   | { type: 'turn.requested'; turnId: string; input: { text: string }; provider: ProviderChoice }
   | { type: 'turn.started'; turnId: string }
-  | { type: 'step.started'; turnId: string; step: number }
+  /**
+   * A worker holds the turn. `token` is this event's thread sequence: every
+   * record the worker sends carries it, and one from an older lease is fenced.
+   */
+  | { type: 'turn.leased'; turnId: string; workerId: string; token: number }
+  /** The worker stopped renewing (or was lost): its open step is closed, and the turn waits for another. */
+  | { type: 'turn.leaseLost'; turnId: string; workerId: string; token: number; reason: string }
+  | {
+      type: 'step.started';
+      turnId: string;
+      step: number;
+      /** A digest of the messages sent to the model, which the engine re-derives from its own log and compares. */
+      digest: string | null;
+    }
   | { type: 'response.started'; turnId: string; step: number; responseId: string | null; model: string | null }
   | {
       type: 'response.completed';
@@ -60,7 +86,7 @@ export type DomainEvent =
   | { type: 'turn.completed'; turnId: string; stopReason: string }
   | { type: 'turn.failed'; turnId: string; error: string }
   | { type: 'turn.interruptRequested'; turnId: string; reason: string }
-  | { type: 'turn.interrupted'; turnId: string; cause: 'provider' | 'deadline' | 'repair'; reason: string }
+  | { type: 'turn.interrupted'; turnId: string; cause: InterruptCause; reason: string }
   // parts
   | { type: 'part.started'; turnId: string; partId: string; step: number; kind: Exclude<PartKind, 'tool'> }
   | { type: 'part.started'; turnId: string; partId: string; step: number; kind: 'tool'; toolCallId: string; toolName: string }

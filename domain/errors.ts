@@ -6,9 +6,11 @@ export type ErrorCode =
   | 'forbidden'
   | 'conflict'
   | 'unavailable'
+  /** A worker wrote into a turn whose lease it no longer holds: nothing was written. */
+  | 'fenced'
   | 'internal';
 
-const errorCodes: readonly string[] = ['invalid_payload', 'not_found', 'illegal_transition', 'forbidden', 'conflict', 'unavailable', 'internal'];
+const errorCodes: readonly string[] = ['invalid_payload', 'not_found', 'illegal_transition', 'forbidden', 'conflict', 'unavailable', 'fenced', 'internal'];
 
 export interface ErrorBody {
   code: ErrorCode;

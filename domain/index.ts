@@ -1,15 +1,15 @@
 // The leaf of the dependency graph: the words every layer speaks (events,
 // views, errors) and the ports the outside is reached through (store, bus,
 // provider, tools). Nothing here imports anything of ours.
-export type { PartKind, Usage, ProviderChoice, ToolOutcome, DomainEvent, DomainEventType, DomainEventOf, StoredEvent } from './domainEvents.ts';
-export { zeroUsage, addUsage } from './domainEvents.ts';
+export type { PartKind, Usage, ProviderChoice, ToolOutcome, InterruptCause, DomainEvent, DomainEventType, DomainEventOf, StoredEvent } from './domainEvents.ts';
+export { zeroUsage, addUsage, DEFAULT_ENVIRONMENT } from './domainEvents.ts';
 export type { ThreadView, SessionView, TurnView, MessageView, PartView, ToolCallView, ApprovalView, StepView, ActivityView, ThreadSummary } from './threadView.ts';
 export { isOpenPart, summarize } from './threadView.ts';
 export type { LogCursor } from './logCursor.ts';
 export { emptyCursor } from './logCursor.ts';
 export type { ErrorCode, ErrorBody, Invariant } from './errors.ts';
 export { TurnloomError, IllegalTransition, InvariantViolation } from './errors.ts';
-export type { ThreadStore, CommitBatch, Receipt, ThreadHead, ActorSnapshotRecord, ListedThread, PersistedActor, PersistedActorTree, LifecycleMachineName } from './threadStore.ts';
+export type { ThreadStore, CommitBatch, Receipt, Refusal, ThreadHead, ActorSnapshotRecord, ListedThread, PersistedActor, PersistedActorTree, LifecycleMachineName } from './threadStore.ts';
 export type { Bus, BusMessage, BusStatus, BusSubscription, PublishOptions, RequestOptions, SubscribeOptions, BusErrorKind } from './bus.ts';
 export { BusError } from './bus.ts';
 export type { ProviderAdapter, ProviderRequest, ProviderMessage, AssistantPart, ToolSpec, ToolCall, ToolResult, ToolExecutor } from './providerAdapter.ts';

@@ -3,6 +3,14 @@ import type { ErrorBody } from './errors.ts';
 import type { Snapshot } from 'xstate';
 import type { ThreadSummary, ThreadView, TurnView } from './threadView.ts';
 
+/** One event of a worker's record the machines refused: by its place in the batch, with the machine's reason. */
+export interface Refusal {
+  index: number;
+  event: string;
+  machine: string;
+  state: string;
+}
+
 /** The four lifecycles that run as actors. */
 export type LifecycleMachineName = 'session' | 'turn' | 'part' | 'approval';
 
@@ -28,7 +36,7 @@ export type Receipt =
       outcome: 'accepted';
       fromThreadSeq: number;
       toThreadSeq: number;
-      diagnostics: number;
+      refused: Refusal[];
     }
   | { commandId: string; fingerprint: string; threadId: string; at: number; outcome: 'rejected'; error: ErrorBody };
 

@@ -12,6 +12,8 @@ export interface ThreadView {
   workspace: string | null;
   /** The principal it belongs to: only they (and admins) may read or change it. `null`: any principal with the scope. */
   owner: string | null;
+  /** The workers that may run its turns: those serving this environment. */
+  environment: string;
   archived: boolean;
   createdAt: number;
   updatedAt: number;
@@ -50,6 +52,10 @@ export interface TurnView {
   stopReason: string | null;
   error: string | null;
   interrupt: { reason: string; cause: string | null } | null;
+  /** The worker that holds the turn now, and its fencing token; `null` while no worker holds it. */
+  lease: { workerId: string; token: number; since: number } | null;
+  /** How many times a worker was given the turn: more than one means it was resumed after losing one. */
+  leases: number;
   requestedAt: number;
   startedAt: number | null;
   endedAt: number | null;

@@ -1,4 +1,5 @@
 import { assign, setup } from 'xstate';
+import type { InterruptCause } from '../domain/domainEvents.ts';
 
 /**
  * One user input and the agent's whole answer to it: a loop of steps (one
@@ -22,7 +23,7 @@ export type TurnEvent =
   | { type: 'turn.completed' }
   | { type: 'turn.failed'; error: string }
   | { type: 'turn.interruptRequested'; reason: string }
-  | { type: 'turn.interrupted'; cause: 'provider' | 'deadline' | 'repair' };
+  | { type: 'turn.interrupted'; cause: InterruptCause };
 
 export interface TurnContext {
   turnId: string;

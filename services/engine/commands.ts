@@ -1,4 +1,6 @@
-import type { DomainEvent, ProviderChoice } from '../../domain/index.ts';
+import type { DomainEvent, ProviderChoice, Refusal } from '../../domain/index.ts';
+
+export type { Refusal };
 import type { TurnOutcome } from './settleTurn.ts';
 
 /**
@@ -15,6 +17,8 @@ export type ClientCommand =
       workspace: string | null;
       /** The principal the thread belongs to; `null`: nobody in particular (any principal with the scope). */
       owner: string | null;
+      /** Which workers may run its turns (default `default`). */
+      environment?: string;
     }
   | { type: 'thread.rename'; commandId: string; threadId: string; title: string }
   | { type: 'thread.archive'; commandId: string; threadId: string }
@@ -43,6 +47,8 @@ export type SystemCommand =
       commandId: string;
       threadId: string;
       turnId: string;
+      /** The lease the worker holds (fencing); left out by the engine's own, unleased writers. */
+      token?: number;
       events: DomainEvent[];
     }
   | {
@@ -55,7 +61,32 @@ export type SystemCommand =
       commandId: string;
       threadId: string;
       turnId: string;
-      outcome: Exclude<TurnOutcome, { cause: 'repair' }>;
+      /** As for `turn.record`: a worker settles only a turn it holds. */
+      token?: number;
+      outcome: Exclude<TurnOutcome, { cause: 'repair' | 'workerLost' }>;
+    }
+  | {
+      /** A worker claims a turn nobody holds: it gets a lease, whose token fences everything it writes. */
+      type: 'turn.lease';
+      commandId: string;
+      threadId: string;
+      turnId: string;
+      workerId: string;
+    }
+  | {
+      /**
+       * The lease with this token lapsed (its worker stopped renewing): the
+       * open step is closed and the turn waits for another worker, unless it
+       * was being interrupted (it settles) or has been resumed `maxResumes`
+       * times already (it fails).
+       */
+      type: 'turn.expireLease';
+      commandId: string;
+      threadId: string;
+      turnId: string;
+      token: number;
+      reason: string;
+      maxResumes: number;
     }
   | {
       /** Nobody answered an approval before its deadline. */
@@ -81,7 +112,15 @@ export type SystemCommand =
 
 export type Command = ClientCommand | SystemCommand;
 
-const systemCommandTypes: ReadonlySet<Command['type']> = new Set<SystemCommand['type']>(['turn.record', 'turn.settle', 'approval.expire', 'session.confirmStopped', 'turn.repair']);
+const systemCommandTypes: ReadonlySet<Command['type']> = new Set<SystemCommand['type']>([
+  'turn.record',
+  'turn.settle',
+  'turn.lease',
+  'turn.expireLease',
+  'approval.expire',
+  'session.confirmStopped',
+  'turn.repair',
+]);
 
 /** What the system submits (worker output, deadlines, repair) rather than a client. */
 export const isSystemCommand = (command: Command): command is SystemCommand => systemCommandTypes.has(command.type);
@@ -104,4 +143,6 @@ export interface CommandResult {
   toThreadSeq: number;
   /** Events the machines refused and that were recorded as diagnostics instead (turn.record). */
   diagnostics: number;
+  /** Which events those were, and why: the answer per event a worker gets. */
+  refused: Refusal[];
 }

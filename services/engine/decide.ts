@@ -1,7 +1,8 @@
 import { idPattern } from '../../bus/subjects.ts';
-import type { Command } from './commands.ts';
-import { type DomainEvent, IllegalTransition, TurnloomError } from '../../domain/index.ts';
-import { settleOpenTurn } from './settleTurn.ts';
+import { DEFAULT_ENVIRONMENT, type DomainEvent, IllegalTransition, TurnloomError } from '../../domain/index.ts';
+import { deriveMessages, requestDigest } from '../runtime/deriveRequest.ts';
+import type { Command, Refusal } from './commands.ts';
+import { closeOpenStep, settleOpenTurn } from './settleTurn.ts';
 import type { ThreadDraft } from './threadDraft.ts';
 
 const conflict = (message: string, details: Record<string, unknown> = {}) => new TurnloomError('conflict', message, details);
@@ -22,21 +23,54 @@ function requireOpenTurn(draft: ThreadDraft, turnId: string, event: string): voi
   if (draft.view.openTurnId !== turnId) throw new IllegalTransition('turn', draft.view.turns[turnId]?.state ?? 'absent', event);
 }
 
+/** Lease events are the engine's to write: a worker never records its own. */
+const engineOnly = new Set<DomainEvent['type']>(['turn.leased', 'turn.leaseLost']);
+
 /**
  * What a worker may write: the events of its own turn, what it learns of the
  * provider session, and activities. Never a client's intent (archiving,
  * stopping, reverting), which goes through its own command and checks.
  */
 function workerMayRecord(event: DomainEvent, turnId: string): boolean {
+  if (engineOnly.has(event.type)) return false;
   if ('turnId' in event && event.turnId !== null) return event.turnId === turnId;
   return event.type === 'session.started' || event.type === 'session.failed' || event.type === 'activity.recorded';
 }
 
+/** A worker writes into a turn only while it holds the turn's lease; `undefined`: the engine's own, unleased writer. */
+function requireLease(draft: ThreadDraft, turnId: string, token: number | undefined): void {
+  if (token === undefined) return;
+  const lease = draft.view.turns[turnId]?.lease ?? null;
+  if (lease?.token !== token) {
+    throw new TurnloomError('fenced', `lease ${token} on turn ${turnId} is no longer held${lease ? ` (worker ${lease.workerId} holds ${lease.token})` : ''}; nothing was written`, {
+      turnId,
+      token,
+      holder: lease,
+    });
+  }
+}
+
+/**
+ * What the model is sent must be what the log says: a step's digest is
+ * checked against the conversation derived from this log, right here.
+ */
+function checkDigest(draft: ThreadDraft, event: DomainEvent): void {
+  if (event.type !== 'step.started' || event.digest === null) return;
+  const expected = requestDigest(deriveMessages(draft.view));
+  if (expected !== event.digest) {
+    throw new TurnloomError('conflict', `step ${event.step} of turn ${event.turnId} sent a conversation that diverges from the durable log; refusing it`, {
+      expected,
+      sent: event.digest,
+    });
+  }
+}
+
 /** An event the machines refused becomes a diagnostic on the thread; the rest of the batch goes on. */
-function recordLeniently(draft: ThreadDraft, turnId: string, event: DomainEvent): boolean {
+function recordLeniently(draft: ThreadDraft, turnId: string, event: DomainEvent, index: number): Refusal | null {
+  checkDigest(draft, event);
   try {
     draft.emit(event);
-    return true;
+    return null;
   } catch (error) {
     if (!(error instanceof IllegalTransition)) throw error;
     draft.emit({
@@ -47,7 +81,24 @@ function recordLeniently(draft: ThreadDraft, turnId: string, event: DomainEvent)
       message: `rejected ${event.type}: ${error.message}`,
       data: { turnId, rejected: event.type, machine: error.machine, state: error.state, event: error.event },
     });
-    return false;
+    return { index, event: event.type, machine: error.machine, state: error.state };
+  }
+}
+
+/** The turn's lease lapsed: say so, then close what its worker left open, and either wait for another worker, settle or fail. */
+function expireLease(draft: ThreadDraft, command: Extract<Command, { type: 'turn.expireLease' }>): void {
+  const { turnId, token, reason } = command;
+  const turn = () => draft.view.turns[turnId]!;
+  if (turn().lease?.token !== token) throw conflict(`lease ${token} on turn ${turnId} was already released`, { turnId, token });
+  const workerId = turn().lease!.workerId;
+  draft.emit({ type: 'turn.leaseLost', turnId, workerId, token, reason });
+  if (turn().state.startsWith('interrupting')) {
+    settleOpenTurn(draft, turnId, { kind: 'interrupted', cause: 'workerLost', reason });
+  } else if (turn().leases > command.maxResumes) {
+    settleOpenTurn(draft, turnId, { kind: 'failed', error: `the turn lost its worker ${turn().leases} times (last: ${reason}); it is not resumed again` });
+  } else {
+    const closed = closeOpenStep(draft, turnId, `worker ${workerId} was lost: ${reason}`, false);
+    draft.emit({ type: 'activity.recorded', turnId, kind: 'repair', message: `worker ${workerId} was lost (${reason}); the turn waits for another worker`, data: { workerId, ...closed } });
   }
 }
 
@@ -55,69 +106,84 @@ function recordLeniently(draft: ThreadDraft, turnId: string, event: DomainEvent)
  * Turns a command into domain events on the draft, or throws a typed error.
  * Thread existence is checked by the engine before this runs; everything
  * about lifecycles is left to the machines through `draft.emit`.
- * Returns how many events were refused and recorded as diagnostics.
+ * Returns the events that were refused and recorded as diagnostics instead.
  */
-export function decide(command: Command, draft: ThreadDraft): number {
+export function decide(command: Command, draft: ThreadDraft): Refusal[] {
   switch (command.type) {
     case 'thread.create':
-      draft.emit({ type: 'thread.created', title: command.title, workspace: command.workspace, owner: command.owner });
-      return 0;
+      draft.emit({ type: 'thread.created', title: command.title, workspace: command.workspace, owner: command.owner, environment: command.environment ?? DEFAULT_ENVIRONMENT });
+      return [];
     case 'thread.rename':
       requireActive(draft);
       draft.emit({ type: 'thread.renamed', title: command.title });
-      return 0;
+      return [];
     case 'thread.archive':
       requireActive(draft);
       if (draft.view.openTurnId) throw conflict(`thread ${draft.threadId} has an open turn; interrupt it first`, { turnId: draft.view.openTurnId });
       draft.emit({ type: 'thread.archived' });
-      return 0;
+      return [];
     case 'turn.start':
       requireActive(draft);
       draft.emit({ type: 'turn.requested', turnId: command.turnId, input: command.input, provider: command.provider });
-      return 0;
+      return [];
     case 'turn.interrupt': {
       const turnId = command.turnId ?? draft.view.openTurnId;
       if (turnId === null) throw new IllegalTransition('turn', 'absent', 'turn.interruptRequested');
       draft.emit({ type: 'turn.interruptRequested', turnId, reason: command.reason });
-      return 0;
+      return [];
     }
     case 'approval.respond': {
       const { turnId, approval } = findApproval(draft, command.approvalId);
       const common = { turnId, approvalId: approval.id, partId: approval.partId, by: command.by, note: command.note };
       draft.emit(command.decision === 'approve' ? { type: 'approval.granted', ...common } : { type: 'approval.denied', ...common });
-      return 0;
+      return [];
     }
     case 'session.stop':
       draft.emit({ type: 'session.stopRequested', reason: command.reason });
       if (draft.view.openTurnId && !draft.view.turns[draft.view.openTurnId]!.state.startsWith('interrupting')) {
         draft.emit({ type: 'turn.interruptRequested', turnId: draft.view.openTurnId, reason: `session stopped: ${command.reason}` });
       }
-      return 0;
+      return [];
     case 'checkpoint.revert':
       requireActive(draft);
       draft.emit({ type: 'checkpoint.revertRequested', checkpointId: command.checkpointId });
-      return 0;
+      return [];
     case 'turn.record': {
       const foreign = command.events.find((event) => !workerMayRecord(event, command.turnId));
       if (foreign) throw new TurnloomError('invalid_payload', `turn.record for ${command.turnId} carries ${foreign.type}, which a worker may not record`, { event: foreign.type });
       // Clients answer approvals by id, so an approval must have one they can send.
       const unanswerable = command.events.find((event) => event.type === 'approval.requested' && !idPattern.test(event.approvalId));
       if (unanswerable) throw new TurnloomError('invalid_payload', `approval id must match ${idPattern}`, { event: unanswerable.type });
-      return command.events.filter((event) => !recordLeniently(draft, command.turnId, event)).length;
+      requireLease(draft, command.turnId, command.token);
+      return command.events.map((event, index) => recordLeniently(draft, command.turnId, event, index)).filter((refusal): refusal is Refusal => refusal !== null);
     }
     case 'turn.settle':
       requireOpenTurn(draft, command.turnId, command.outcome.kind === 'failed' ? 'turn.failed' : 'turn.interrupted');
+      requireLease(draft, command.turnId, command.token);
       settleOpenTurn(draft, command.turnId, command.outcome);
-      return 0;
+      return [];
+    case 'turn.lease': {
+      requireOpenTurn(draft, command.turnId, 'turn.leased');
+      const turn = draft.view.turns[command.turnId]!;
+      if (turn.lease) throw conflict(`turn ${command.turnId} is held by worker ${turn.lease.workerId}`, { turnId: command.turnId, holder: turn.lease.workerId });
+      // A turn is handed over only where a worker can pick it up: before it starts, or between steps after losing one.
+      if (turn.state !== 'requested' && turn.state !== 'running.betweenSteps') throw new IllegalTransition('turn', turn.state, 'turn.leased');
+      draft.emit({ type: 'turn.leased', turnId: command.turnId, workerId: command.workerId, token: draft.view.seq + 1 });
+      return [];
+    }
+    case 'turn.expireLease':
+      requireOpenTurn(draft, command.turnId, 'turn.leaseLost');
+      expireLease(draft, command);
+      return [];
     case 'approval.expire': {
       const { turnId, approval } = findApproval(draft, command.approvalId);
       draft.emit({ type: 'approval.expired', turnId, approvalId: approval.id, partId: approval.partId });
-      return 0;
+      return [];
     }
     case 'session.confirmStopped':
       if (draft.view.openTurnId) throw conflict(`turn ${draft.view.openTurnId} still holds the session`, { turnId: draft.view.openTurnId });
       draft.emit({ type: 'session.stopped' });
-      return 0;
+      return [];
     case 'turn.repair':
       requireOpenTurn(draft, command.turnId, 'turn.interrupted');
       // The provider session lived in the dead process: say so before the turn lets go of it.
@@ -125,6 +191,6 @@ export function decide(command: Command, draft: ThreadDraft): number {
         draft.emit({ type: 'session.failed', reason: command.reason });
       }
       settleOpenTurn(draft, command.turnId, { kind: 'interrupted', cause: 'repair', reason: command.reason });
-      return 0;
+      return [];
   }
 }

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { type ListedThread, type Receipt, type StoredEvent, type ThreadHead, type ThreadStore, type ThreadSummary, type ThreadView, TurnloomError, summarize, wellFormed } from '../../domain/index.ts';
-import { type Command, type CommandResult, isSystemCommand } from './commands.ts';
+import { type Command, type CommandResult, type Refusal, isSystemCommand } from './commands.ts';
 import { decide } from './decide.ts';
 import { machinesVersion } from './machinesVersion.ts';
 import { emptyThreadView } from './projector.ts';
@@ -64,8 +64,8 @@ function answer(receipt: Receipt, fingerprint: string): CommandResult {
     throw new TurnloomError('conflict', `command id ${receipt.commandId} was already used for a different command`, { commandId: receipt.commandId });
   }
   if (receipt.outcome === 'rejected') throw TurnloomError.fromJSON(receipt.error);
-  const { commandId, threadId, fromThreadSeq, toThreadSeq, diagnostics } = receipt;
-  return { commandId, threadId, fromThreadSeq, toThreadSeq, diagnostics };
+  const { commandId, threadId, fromThreadSeq, toThreadSeq, refused } = receipt;
+  return { commandId, threadId, fromThreadSeq, toThreadSeq, diagnostics: refused.length, refused };
 }
 
 /**
@@ -217,9 +217,9 @@ export class Engine {
     };
 
     const draft = new ThreadDraft(thread.actors, thread.view, at, { maxEventBytes: this.maxEventBytes, oversize: isSystemCommand(command) ? 'cut' : 'refuse' });
-    let diagnostics: number;
+    let refused: Refusal[];
     try {
-      diagnostics = decide(command, draft);
+      refused = decide(command, draft);
     } catch (error) {
       if (error instanceof TurnloomError) return reject(error);
       throw error;
@@ -245,7 +245,7 @@ export class Engine {
         outcome: 'accepted',
         fromThreadSeq: draft.base.seq + 1,
         toThreadSeq: view.seq,
-        diagnostics,
+        refused,
       },
     });
 
@@ -269,7 +269,7 @@ export class Engine {
         console.error('turnloom: a commit listener threw', error);
       }
     }
-    return { commandId: command.commandId, threadId: command.threadId, fromThreadSeq: draft.base.seq + 1, toThreadSeq: view.seq, diagnostics };
+    return { commandId: command.commandId, threadId: command.threadId, fromThreadSeq: draft.base.seq + 1, toThreadSeq: view.seq, diagnostics: refused.length, refused };
   }
 
   /** The thread, loaded if needed: snapshot + events after it; no snapshot of these machines means a full replay. */

@@ -1,4 +1,4 @@
-import { type ApprovalView, type DomainEvent, type PartView, type ThreadView, type TurnView, addUsage, childId, emptyCursor, zeroUsage } from '../../domain/index.ts';
+import { DEFAULT_ENVIRONMENT, type ApprovalView, type DomainEvent, type PartView, type ThreadView, type TurnView, addUsage, childId, emptyCursor, zeroUsage } from '../../domain/index.ts';
 import { approvalMachine, partMachine, sessionMachine, turnMachine } from '../../machines/index.ts';
 import { advanceLifecycle, initialStateName } from './lifecycleState.ts';
 import { advanceCursor } from './logInvariants.ts';
@@ -17,6 +17,7 @@ export function emptyThreadView(threadId: string, at: number): ThreadView {
     title: '',
     workspace: null,
     owner: null,
+    environment: DEFAULT_ENVIRONMENT,
     archived: false,
     createdAt: at,
     updatedAt: at,
@@ -54,6 +55,8 @@ function newTurn(event: Extract<DomainEvent, { type: 'turn.requested' }>, at: nu
     stopReason: null,
     error: null,
     interrupt: null,
+    lease: null,
+    leases: 0,
     requestedAt: at,
     startedAt: null,
     endedAt: null,
@@ -155,7 +158,7 @@ function advanceStates(view: ThreadView, deliveries: Delivery[]): ThreadView {
 function applyContent(view: ThreadView, event: DomainEvent, at: number, seq: number): ThreadView {
   switch (event.type) {
     case 'thread.created':
-      return { ...view, title: event.title, workspace: event.workspace, owner: event.owner, createdAt: at };
+      return { ...view, title: event.title, workspace: event.workspace, owner: event.owner, environment: event.environment, createdAt: at };
     case 'thread.renamed':
       return { ...view, title: event.title };
     case 'thread.archived':
@@ -170,6 +173,10 @@ function applyContent(view: ThreadView, event: DomainEvent, at: number, seq: num
       return { ...view, turnIds: [...view.turnIds, event.turnId], openTurnId: event.turnId };
     case 'turn.started':
       return mapTurn(view, event.turnId, (turn) => ({ ...turn, startedAt: turn.startedAt ?? at }));
+    case 'turn.leased':
+      return mapTurn(view, event.turnId, (turn) => ({ ...turn, lease: { workerId: event.workerId, token: event.token, since: at }, leases: turn.leases + 1 }));
+    case 'turn.leaseLost':
+      return mapTurn(view, event.turnId, (turn) => ({ ...turn, lease: null }));
     case 'step.started':
       return mapTurn(view, event.turnId, (turn) => ({
         ...turn,
@@ -199,14 +206,14 @@ function applyContent(view: ThreadView, event: DomainEvent, at: number, seq: num
       return usage ? { ...next, usage: addUsage(next.usage, usage) } : next;
     }
     case 'turn.completed':
-      return { ...mapTurn(view, event.turnId, (turn) => ({ ...turn, stopReason: event.stopReason, endedAt: at })), openTurnId: null };
+      return { ...mapTurn(view, event.turnId, (turn) => ({ ...turn, stopReason: event.stopReason, endedAt: at, lease: null })), openTurnId: null };
     case 'turn.failed':
-      return { ...mapTurn(view, event.turnId, (turn) => ({ ...turn, error: event.error, endedAt: at })), openTurnId: null };
+      return { ...mapTurn(view, event.turnId, (turn) => ({ ...turn, error: event.error, endedAt: at, lease: null })), openTurnId: null };
     case 'turn.interruptRequested':
       return mapTurn(view, event.turnId, (turn) => ({ ...turn, interrupt: { reason: event.reason, cause: null } }));
     case 'turn.interrupted':
       return {
-        ...mapTurn(view, event.turnId, (turn) => ({ ...turn, interrupt: { reason: turn.interrupt?.reason ?? event.reason, cause: event.cause }, endedAt: at })),
+        ...mapTurn(view, event.turnId, (turn) => ({ ...turn, interrupt: { reason: turn.interrupt?.reason ?? event.reason, cause: event.cause }, endedAt: at, lease: null })),
         openTurnId: null,
       };
     case 'part.started':

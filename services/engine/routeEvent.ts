@@ -27,6 +27,9 @@ export function routeEvent(event: DomainEvent): Delivery[] {
     case 'thread.archived':
     case 'activity.recorded':
     case 'checkpoint.revertRequested':
+    // Who holds a turn is the engine's business, not a lifecycle's: leases are checked in decide.
+    case 'turn.leased':
+    case 'turn.leaseLost':
       return [];
     case 'session.started':
     case 'session.failed':

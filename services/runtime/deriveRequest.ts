@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { AssistantPart, PartView, ProviderMessage, ThreadView } from '../../domain/index.ts';
 
 function assistantPart(part: PartView): AssistantPart | null {
@@ -46,4 +47,13 @@ export function systemPrompt(view: ThreadView): string {
     view.workspace ? `Your workspace is ${view.workspace}.` : 'No workspace is attached to this thread.',
     'Tool calls may wait for a person to approve them; a refused call comes back as an error result.',
   ].join(' ');
+}
+
+/**
+ * A digest of the conversation a model call sends. The worker records it with
+ * `step.started`; the engine derives the conversation from its own log and
+ * compares, so what the model saw is what the log says, across processes.
+ */
+export function requestDigest(messages: readonly ProviderMessage[]): string {
+  return createHash('sha256').update(JSON.stringify(messages)).digest('hex').slice(0, 32);
 }

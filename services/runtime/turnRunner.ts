@@ -171,7 +171,7 @@ export class TurnRunner {
         if (signal.aborted) throw signal.reason;
         view = await engine.getThread(threadId);
         const derived: ProviderRequest = { model: turn.provider.model, system: systemPrompt(view), messages: deriveMessages(view), tools: tools.specs() };
-        await record([{ type: 'step.started', turnId, step }]);
+        await record([{ type: 'step.started', turnId, step, digest: null }]);
         const request = this.options.interceptRequest?.(derived) ?? derived;
         this.assertRequestMatchesLog(threadId, request);
         const ingestion = new StepIngestion({

@@ -18,11 +18,11 @@ function batchFor(threadId: string, commandId: string, events: DomainEvent[], ex
     head,
     turns: Object.values(turns),
     snapshot: null,
-    receipt: { commandId, fingerprint: 'f', threadId, at: 1, outcome: 'accepted', fromThreadSeq: expectedThreadSeq + 1, toThreadSeq: expectedThreadSeq + events.length, diagnostics: 0 },
+    receipt: { commandId, fingerprint: 'f', threadId, at: 1, outcome: 'accepted', fromThreadSeq: expectedThreadSeq + 1, toThreadSeq: expectedThreadSeq + events.length, refused: [] },
   };
 }
 
-const created: DomainEvent = { type: 'thread.created', title: 'x', workspace: null, owner: null };
+const created: DomainEvent = { type: 'thread.created', title: 'x', workspace: null, owner: null, environment: 'default' };
 const requested: DomainEvent = { type: 'turn.requested', turnId: 't1', input: { text: 'hi' }, provider: { name: 'scripted', model: null } };
 
 describe('LMDB store', () => {

@@ -120,7 +120,7 @@ describe('the in-process turn runner', () => {
       events: [
         { type: 'session.started', providerSessionId: null },
         { type: 'turn.started', turnId },
-        { type: 'step.started', turnId, step: 1 },
+        { type: 'step.started', turnId, step: 1, digest: null },
       ],
     });
     await client.call('turn.interrupt', { threadId });

@@ -84,7 +84,7 @@ function concrete(op: Op, view: ThreadView, n: number): Command {
     case 'session.failed': return ev({ type: 'session.failed', reason: 'x' });
     case 'session.stopped': return ev({ type: 'session.stopped' });
     case 'turn.started': return ev({ type: 'turn.started', turnId });
-    case 'step.started': return ev({ type: 'step.started', turnId, step });
+    case 'step.started': return ev({ type: 'step.started', turnId, step, digest: null });
     case 'step.finished': return ev({ type: 'step.finished', turnId, step, outcome: 'stop', finishReason: null, usage: { input: 1, output: 1, reasoning: 0, cacheRead: 0, cacheWrite: 0 }, error: null });
     case 'text': return ev({ type: 'part.started', turnId, partId: `p${n}`, step, kind: op.a % 2 ? 'text' : 'reasoning' });
     case 'tool': return ev({ type: 'part.started', turnId, partId: `p${n}`, step, kind: 'tool', toolCallId: `c${n}`, toolName: 'bash' });

@@ -5,7 +5,7 @@ import { type EngineFixture, createThread, openEngineFixture, record, startTurn,
 
 const t = turnEvents('t1');
 const opening: DomainEvent[] = [
-  { type: 'thread.created', title: 'x', workspace: null, owner: null },
+  { type: 'thread.created', title: 'x', workspace: null, owner: null, environment: 'default' },
   { type: 'turn.requested', turnId: 't1', input: { text: 'hi' }, provider: { name: 'scripted', model: null } },
   t.started(),
   t.step(1),

@@ -78,7 +78,7 @@ export function turnEvents(turnId: string) {
   return {
     sessionStarted: (): DomainEvent => ({ type: 'session.started', providerSessionId: `ps-${turnId}` }),
     started: (): DomainEvent => ({ type: 'turn.started', turnId }),
-    step: (step: number): DomainEvent => ({ type: 'step.started', turnId, step }),
+    step: (step: number): DomainEvent => ({ type: 'step.started', turnId, step, digest: null }),
     text: (partId: string, step: number, ...chunks: string[]): DomainEvent[] => [
       { type: 'part.started', turnId, partId, step, kind: 'text' },
       ...chunks.map((text): DomainEvent => ({ type: 'part.delta', turnId, partId, text })),
