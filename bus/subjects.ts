@@ -24,12 +24,11 @@ export interface Subjects {
   readonly liveAll: string;
   /** Lifecycle actor snapshots as they change, for the live chart view: `<p>.v1.inspect.<threadId>`. */
   inspect(threadId: string): string;
-  /** Turns offered to workers (queue group `workers`): `<p>.v1.work.dispatch`. */
-  readonly workDispatch: string;
-  /** Commands for one worker (interrupt, stop session): `<p>.v1.work.<workerId>.<command>`. */
-  work(workerId: string, command: string): string;
-  /** Canonical provider events a worker reports for a thread (request/reply, acknowledged after commit): `<p>.v1.provider.<threadId>`. */
-  provider(threadId: string): string;
+  /** Worker → engine request/reply (hello, claim, record, settle, thread reads): `<p>.v1.worker.<method>`. */
+  worker(method: string): string;
+  readonly workerAll: string;
+  /** Turns waiting for a worker of an environment, offered to all of them: `<p>.v1.work.offer.<environment>`. */
+  offers(environment: string): string;
   /** Engines only: who serves this prefix (one engine per prefix): `<p>.v1.engine.claim`. */
   readonly engineClaim: string;
 }
@@ -50,9 +49,9 @@ export function subjects(prefix = 'turnloom'): Subjects {
     live: (threadId) => `${base}.live.${withId('threadId', threadId)}`,
     liveAll: `${base}.live.*`,
     inspect: (threadId) => `${base}.inspect.${withId('threadId', threadId)}`,
-    workDispatch: `${base}.work.dispatch`,
-    work: (workerId, command) => `${base}.work.${withId('workerId', workerId)}.${command}`,
-    provider: (threadId) => `${base}.provider.${withId('threadId', threadId)}`,
+    worker: (method) => `${base}.worker.${method}`,
+    workerAll: `${base}.worker.>`,
+    offers: (environment) => `${base}.work.offer.${withId('environment', environment)}`,
     engineClaim: `${base}.engine.claim`,
   };
 }

@@ -51,9 +51,11 @@ export type DomainEvent =
   | { type: 'turn.started'; turnId: string }
   /**
    * A worker holds the turn. `token` is this event's thread sequence: every
-   * record the worker sends carries it, and one from an older lease is fenced.
+   * record the worker sends carries it, and one from an older lease is
+   * fenced. With it goes a key only the worker was told (here, its hash),
+   * so a token, which anyone can guess, is not enough to write.
    */
-  | { type: 'turn.leased'; turnId: string; workerId: string; token: number }
+  | { type: 'turn.leased'; turnId: string; workerId: string; token: number; keyHash: string }
   /** The worker stopped renewing (or was lost): its open step is closed, and the turn waits for another. */
   | { type: 'turn.leaseLost'; turnId: string; workerId: string; token: number; reason: string }
   | {

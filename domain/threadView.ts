@@ -53,7 +53,7 @@ export interface TurnView {
   error: string | null;
   interrupt: { reason: string; cause: string | null } | null;
   /** The worker that holds the turn now, and its fencing token; `null` while no worker holds it. */
-  lease: { workerId: string; token: number; since: number } | null;
+  lease: { workerId: string; token: number; keyHash: string; since: number } | null;
   /** How many times a worker was given the turn: more than one means it was resumed after losing one. */
   leases: number;
   requestedAt: number;

@@ -1,12 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import { type Bus, type BusMessage, type BusSubscription, type ProviderChoice, TurnloomError } from '../../domain/index.ts';
-import { type ContentType, JSON_TYPE, type Subjects, contentTypeOf, decode, encode, isInbox } from '../../bus/index.ts';
+import type { Subjects } from '../../bus/index.ts';
 import type { Engine } from '../engine/engine.ts';
 import { type ApiContext, apiHandlers } from './apiHandlers.ts';
 import { EVENT_ENVELOPE_BYTES } from './apiResults.ts';
 import { type ApiMethod, apiMethods, apiParams, isApiMethod } from './apiSchemas.ts';
 import { type Authenticator, type Principal, requireScope } from './auth.ts';
 import { EngineClaim } from './engineClaim.ts';
+import { Inflight, answerRequest, parseParams } from './requestReply.ts';
 import { ThreadWatches, type ThreadWatchesOptions } from './threadWatches.ts';
 import { type EndpointStats, serveDiscovery } from './serviceDiscovery.ts';
 
@@ -25,8 +26,6 @@ export interface ApiServerOptions {
 }
 
 export const API_QUEUE_GROUP = 'turnloom-api';
-
-const REPLY_HEADROOM = 4_096;
 
 /** NATS's own default `max_payload`. */
 export const DEFAULT_MAX_PAYLOAD = 1024 * 1024;
@@ -51,7 +50,7 @@ export class ApiServer {
   private readonly maxPayload: number;
   private readonly stats = new Map<string, EndpointStats>();
   private readonly subscriptions: BusSubscription[] = [];
-  private readonly inflight = new Set<Promise<void>>();
+  private readonly inflight = new Inflight('api');
   readonly instance = randomUUID().replaceAll('-', '').slice(0, 22);
   private readonly startedAt = new Date();
   private readonly claim: EngineClaim;
@@ -74,7 +73,7 @@ export class ApiServer {
     await this.claim.claim();
     this.watches.start(this.options.engine);
     this.subscriptions.push(
-      bus.subscribe(subjects.apiAll, (message) => this.track(this.handle(message)), { queue: API_QUEUE_GROUP }),
+      bus.subscribe(subjects.apiAll, (message) => this.inflight.track(this.handle(message)), { queue: API_QUEUE_GROUP }),
       ...serveDiscovery(
         bus,
         {
@@ -92,56 +91,26 @@ export class ApiServer {
     return this;
   }
 
-  private track(work: Promise<void>): void {
-    const tracked = work
-      .catch((error: unknown) => console.error('turnloom api: a request failed outside its handler', error))
-      .finally(() => this.inflight.delete(tracked));
-    this.inflight.add(tracked);
-  }
-
   private async handle(message: BusMessage): Promise<void> {
-    // A bare publish cannot be answered (the API is request/reply only), and replies go to inboxes only.
-    if (!message.reply || !isInbox(message.reply)) return;
     const started = process.hrtime.bigint();
     const method = message.subject.slice(this.options.subjects.api('').length);
-    let contentType: ContentType = JSON_TYPE;
-    let body: unknown;
-    try {
-      contentType = contentTypeOf(message.headers, message.data);
-      body = { result: await this.dispatch(method, message, contentType) };
-    } catch (error) {
-      body = { error: this.errorBody(error) };
-    }
+    const code = await answerRequest(this.options.bus, message, this.maxPayload, 'api', (body) => this.dispatch(method, message, body));
     const stats = isApiMethod(method) ? this.stats.get(method) : undefined;
-    if (stats) {
-      stats.requests += 1;
-      stats.processingNanos += Number(process.hrtime.bigint() - started);
-      if ('error' in (body as object)) {
-        stats.errors += 1;
-        stats.lastError = (body as { error: { code: string } }).error.code;
-      }
+    if (!stats || code === undefined) return;
+    stats.requests += 1;
+    stats.processingNanos += Number(process.hrtime.bigint() - started);
+    if (code !== null) {
+      stats.errors += 1;
+      stats.lastError = code;
     }
-    this.reply(message.reply, body, contentType);
   }
 
-  private async dispatch(method: string, message: BusMessage, contentType: ContentType): Promise<unknown> {
-    if (message.data.length > this.maxPayload) {
-      throw new TurnloomError('invalid_payload', `payload of ${message.data.length} bytes is over the ${this.maxPayload}-byte limit`, {
-        size: message.data.length,
-        limit: this.maxPayload,
-      });
-    }
+  private async dispatch(method: string, message: BusMessage, raw: unknown): Promise<unknown> {
     if (!isApiMethod(method)) throw new TurnloomError('not_found', `unknown method "${method}"`, { method, methods: apiMethods });
     const handler = apiHandlers[method];
     const principal = handler.scope ? this.options.auth.principalFor(message.headers) : unauthenticated;
     if (handler.scope) requireScope(principal, handler.scope, method);
-    const raw = decode(message.data, contentType);
-    const parsed = apiParams[method].safeParse(raw);
-    if (!parsed.success) {
-      throw new TurnloomError('invalid_payload', `invalid parameters for ${method}`, {
-        issues: parsed.error.issues.map(({ path, message: text }) => ({ path: path.join('.'), message: text })),
-      });
-    }
+    const params = parseParams(apiParams[method], raw, method);
     const context: ApiContext = {
       engine: this.options.engine,
       principal,
@@ -152,30 +121,7 @@ export class ApiServer {
       replyBudgetBytes: replyBudgetFor(this.maxPayload),
       service: { name: 'turnloom', version: this.options.version, instance: this.instance, startedAt: this.startedAt.getTime() },
     };
-    return (handler.handle as (context: ApiContext, params: unknown) => Promise<unknown>)(context, parsed.data);
-  }
-
-  private errorBody(error: unknown) {
-    if (error instanceof TurnloomError) return error.toJSON();
-    console.error('turnloom api: unexpected error', error);
-    return { code: 'internal', message: 'internal error', details: {} };
-  }
-
-  private reply(subject: string, body: unknown, contentType: ContentType): void {
-    let data = encode(body, contentType);
-    // Headers count against the server's payload limit too.
-    if (data.length > this.maxPayload - REPLY_HEADROOM) {
-      const error = new TurnloomError('unavailable', `the answer (${data.length} bytes) is over the ${this.maxPayload}-byte limit; read the thread with thread.events from 0 instead`, {
-        size: data.length,
-        limit: this.maxPayload,
-      });
-      data = encode({ error: error.toJSON() }, contentType);
-    }
-    try {
-      this.options.bus.publish(subject, data, { headers: { 'content-type': contentType } });
-    } catch (error) {
-      console.error('turnloom api: could not reply', error);
-    }
+    return (handler.handle as (context: ApiContext, params: unknown) => Promise<unknown>)(context, params);
   }
 
   /** Stops taking requests and waits for those in flight to be answered. */
@@ -183,7 +129,7 @@ export class ApiServer {
     for (const subscription of this.subscriptions.splice(0)) subscription.unsubscribe();
     this.claim.release();
     this.watches.stop();
-    await Promise.allSettled([...this.inflight]);
+    await this.inflight.settled();
   }
 }
 

@@ -48,7 +48,7 @@ export type SystemCommand =
       threadId: string;
       turnId: string;
       /** The lease the worker holds (fencing); left out by the engine's own, unleased writers. */
-      token?: number;
+      lease?: LeaseProof;
       events: DomainEvent[];
     }
   | {
@@ -62,7 +62,7 @@ export type SystemCommand =
       threadId: string;
       turnId: string;
       /** As for `turn.record`: a worker settles only a turn it holds. */
-      token?: number;
+      lease?: LeaseProof;
       outcome: Exclude<TurnOutcome, { cause: 'repair' | 'workerLost' }>;
     }
   | {
@@ -72,6 +72,8 @@ export type SystemCommand =
       threadId: string;
       turnId: string;
       workerId: string;
+      /** The hash of the key the worker was given; the key itself is never stored. */
+      keyHash: string;
     }
   | {
       /**
@@ -109,6 +111,12 @@ export type SystemCommand =
       turnId: string;
       reason: string;
     };
+
+/** A lease's fencing token and its key, as a worker proves it holds the turn. */
+export interface LeaseProof {
+  token: number;
+  key: string;
+}
 
 export type Command = ClientCommand | SystemCommand;
 

@@ -1,7 +1,8 @@
 import { idPattern } from '../../bus/subjects.ts';
 import { DEFAULT_ENVIRONMENT, type DomainEvent, IllegalTransition, TurnloomError } from '../../domain/index.ts';
 import { deriveMessages, requestDigest } from '../runtime/deriveRequest.ts';
-import type { Command, Refusal } from './commands.ts';
+import { createHash } from 'node:crypto';
+import type { Command, LeaseProof, Refusal } from './commands.ts';
 import { closeOpenStep, settleOpenTurn } from './settleTurn.ts';
 import type { ThreadDraft } from './threadDraft.ts';
 
@@ -37,15 +38,18 @@ function workerMayRecord(event: DomainEvent, turnId: string): boolean {
   return event.type === 'session.started' || event.type === 'session.failed' || event.type === 'activity.recorded';
 }
 
-/** A worker writes into a turn only while it holds the turn's lease; `undefined`: the engine's own, unleased writer. */
-function requireLease(draft: ThreadDraft, turnId: string, token: number | undefined): void {
-  if (token === undefined) return;
+/** The hash a lease keeps of its key. */
+export const leaseKeyHash = (key: string): string => createHash('sha256').update(key).digest('hex');
+
+/** A worker writes into a turn only while it holds the turn's lease, key and all; no proof: the engine's own, unleased writer. */
+function requireLease(draft: ThreadDraft, turnId: string, proof: LeaseProof | undefined): void {
+  if (proof === undefined) return;
   const lease = draft.view.turns[turnId]?.lease ?? null;
-  if (lease?.token !== token) {
-    throw new TurnloomError('fenced', `lease ${token} on turn ${turnId} is no longer held${lease ? ` (worker ${lease.workerId} holds ${lease.token})` : ''}; nothing was written`, {
+  if (lease?.token !== proof.token || lease.keyHash !== leaseKeyHash(proof.key)) {
+    throw new TurnloomError('fenced', `lease ${proof.token} on turn ${turnId} is not held${lease ? ` (worker ${lease.workerId} holds ${lease.token})` : ''}; nothing was written`, {
       turnId,
-      token,
-      holder: lease,
+      token: proof.token,
+      holder: lease ? { workerId: lease.workerId, token: lease.token } : null,
     });
   }
 }
@@ -154,12 +158,12 @@ export function decide(command: Command, draft: ThreadDraft): Refusal[] {
       // Clients answer approvals by id, so an approval must have one they can send.
       const unanswerable = command.events.find((event) => event.type === 'approval.requested' && !idPattern.test(event.approvalId));
       if (unanswerable) throw new TurnloomError('invalid_payload', `approval id must match ${idPattern}`, { event: unanswerable.type });
-      requireLease(draft, command.turnId, command.token);
+      requireLease(draft, command.turnId, command.lease);
       return command.events.map((event, index) => recordLeniently(draft, command.turnId, event, index)).filter((refusal): refusal is Refusal => refusal !== null);
     }
     case 'turn.settle':
       requireOpenTurn(draft, command.turnId, command.outcome.kind === 'failed' ? 'turn.failed' : 'turn.interrupted');
-      requireLease(draft, command.turnId, command.token);
+      requireLease(draft, command.turnId, command.lease);
       settleOpenTurn(draft, command.turnId, command.outcome);
       return [];
     case 'turn.lease': {
@@ -168,7 +172,7 @@ export function decide(command: Command, draft: ThreadDraft): Refusal[] {
       if (turn.lease) throw conflict(`turn ${command.turnId} is held by worker ${turn.lease.workerId}`, { turnId: command.turnId, holder: turn.lease.workerId });
       // A turn is handed over only where a worker can pick it up: before it starts, or between steps after losing one.
       if (turn.state !== 'requested' && turn.state !== 'running.betweenSteps') throw new IllegalTransition('turn', turn.state, 'turn.leased');
-      draft.emit({ type: 'turn.leased', turnId: command.turnId, workerId: command.workerId, token: draft.view.seq + 1 });
+      draft.emit({ type: 'turn.leased', turnId: command.turnId, workerId: command.workerId, token: draft.view.seq + 1, keyHash: command.keyHash });
       return [];
     }
     case 'turn.expireLease':

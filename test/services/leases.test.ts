@@ -1,19 +1,21 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { DomainEvent } from '../../domain/index.ts';
 import type { Command } from '../../services/engine/commands.ts';
+import { leaseKeyHash } from '../../services/engine/decide.ts';
 import { deriveMessages, requestDigest } from '../../services/runtime/deriveRequest.ts';
 import { type EngineFixture, createThread, openEngineFixture, startTurn, turnEvents } from '../support/engineFixture.ts';
 
 const t = turnEvents('t1');
 let n = 0;
-const lease = (workerId: string): Command => ({ type: 'turn.lease', commandId: `lease-${++n}`, threadId: 'th', turnId: 't1', workerId });
+const KEY = 'a-key-only-the-worker-knows';
+const lease = (workerId: string): Command => ({ type: 'turn.lease', commandId: `lease-${++n}`, threadId: 'th', turnId: 't1', workerId, keyHash: leaseKeyHash(KEY) });
 const expire = (token: number, maxResumes = 2): Command => ({ type: 'turn.expireLease', commandId: `expire-${++n}`, threadId: 'th', turnId: 't1', token, reason: 'no heartbeat for 10 s', maxResumes });
-const recordAs = (token: number, events: DomainEvent[]): Command => ({
+const recordAs = (token: number, events: DomainEvent[], key = KEY): Command => ({
   type: 'turn.record',
   commandId: `record-${++n}`,
   threadId: 'th',
   turnId: 't1',
-  token,
+  lease: { token, key },
   events,
 });
 
@@ -37,9 +39,11 @@ describe('leases and fencing', () => {
     await fx.engine.submit(recordAs(token, [t.sessionStarted(), t.started()]));
     const seq = (await fx.engine.getThread('th')).seq;
     await expect(fx.engine.submit(recordAs(token + 1, [t.step(1)]))).rejects.toMatchObject({ code: 'fenced' });
+    // The right token without the key is a guess, not a lease.
+    await expect(fx.engine.submit(recordAs(token, [t.step(1)], 'a-guessed-key-0000'))).rejects.toMatchObject({ code: 'fenced' });
     expect((await fx.engine.getThread('th')).seq).toBe(seq);
     // Leases are the engine's to write.
-    await expect(fx.engine.submit(recordAs(token, [{ type: 'turn.leased', turnId: 't1', workerId: 'w9', token: 99 }]))).rejects.toMatchObject({ code: 'invalid_payload' });
+    await expect(fx.engine.submit(recordAs(token, [{ type: 'turn.leased', turnId: 't1', workerId: 'w9', token: 99, keyHash: 'x' }]))).rejects.toMatchObject({ code: 'invalid_payload' });
   });
 
   it('closes the open step of a lost worker honestly, and resumes the turn on another with a new token', async () => {
@@ -60,7 +64,7 @@ describe('leases and fencing', () => {
     expect(lost.activities.at(-1)!.message).toMatch(/worker w1 was lost/);
     // The lost worker's late writes change nothing.
     await expect(fx.engine.submit(recordAs(first, [t.result('p2', 'c1', 'too late')]))).rejects.toMatchObject({ code: 'fenced' });
-    await expect(fx.engine.submit({ type: 'turn.settle', commandId: 'late-settle', threadId: 'th', turnId: 't1', token: first, outcome: { kind: 'failed', error: 'x' } })).rejects.toMatchObject({ code: 'fenced' });
+    await expect(fx.engine.submit({ type: 'turn.settle', commandId: 'late-settle', threadId: 'th', turnId: 't1', lease: { token: first, key: KEY }, outcome: { kind: 'failed', error: 'x' } })).rejects.toMatchObject({ code: 'fenced' });
 
     const second = (await fx.engine.submit(lease('w2'))).toThreadSeq;
     expect(second).toBeGreaterThan(first);

@@ -1,0 +1,79 @@
+import type { z } from 'zod';
+import { type ContentType, JSON_TYPE, contentTypeOf, decode, encode, isInbox } from '../../bus/index.ts';
+import { type Bus, type BusMessage, type ErrorCode, TurnloomError } from '../../domain/index.ts';
+
+/** Headers count against the server's payload limit too. */
+const REPLY_HEADROOM = 4_096;
+
+/**
+ * Answers one request the way every turnloom endpoint does: JSON or msgpack by
+ * content type, `{ result }` or `{ error: { code, message, details } }`, only
+ * to an inbox (a caller cannot aim the answer at another subject), never
+ * larger than the payload limit. `work` gets the decoded body; a typed error
+ * it throws is the caller's answer, anything else is logged as a bug.
+ * Resolves with the error code answered, if any.
+ */
+export async function answerRequest(
+  bus: Bus,
+  message: BusMessage,
+  maxPayload: number,
+  label: string,
+  work: (body: unknown) => Promise<unknown>,
+): Promise<ErrorCode | null | undefined> {
+  // A bare publish cannot be answered (request/reply only), and replies go to inboxes only.
+  if (!message.reply || !isInbox(message.reply)) return undefined;
+  let contentType: ContentType = JSON_TYPE;
+  let body: { result: unknown } | { error: ReturnType<TurnloomError['toJSON']> };
+  try {
+    if (message.data.length > maxPayload) {
+      throw new TurnloomError('invalid_payload', `payload of ${message.data.length} bytes is over the ${maxPayload}-byte limit`, { size: message.data.length, limit: maxPayload });
+    }
+    contentType = contentTypeOf(message.headers, message.data);
+    body = { result: await work(decode(message.data, contentType)) };
+  } catch (error) {
+    if (!(error instanceof TurnloomError)) console.error(`turnloom ${label}: unexpected error`, error);
+    body = { error: error instanceof TurnloomError ? error.toJSON() : { code: 'internal', message: 'internal error', details: {} } };
+  }
+  let data = encode(body, contentType);
+  if (data.length > maxPayload - REPLY_HEADROOM) {
+    const tooLarge = new TurnloomError('unavailable', `the answer (${data.length} bytes) is over the ${maxPayload}-byte limit`, { size: data.length, limit: maxPayload });
+    body = { error: tooLarge.toJSON() };
+    data = encode(body, contentType);
+  }
+  try {
+    bus.publish(message.reply, data, { headers: { 'content-type': contentType } });
+  } catch (error) {
+    console.error(`turnloom ${label}: could not reply`, error);
+  }
+  return 'error' in body ? body.error.code : null;
+}
+
+/** Requests being answered: a server that stops waits for them, and none is left unobserved. */
+export class Inflight {
+  private readonly running = new Set<Promise<void>>();
+
+  constructor(private readonly label: string) {}
+
+  track(work: Promise<unknown>): void {
+    const tracked: Promise<void> = work
+      .then(() => undefined)
+      .catch((error: unknown) => console.error(`turnloom ${this.label}: a request failed outside its handler`, error))
+      .finally(() => this.running.delete(tracked));
+    this.running.add(tracked);
+  }
+
+  async settled(): Promise<void> {
+    await Promise.allSettled([...this.running]);
+  }
+}
+
+/** The request's parameters by its schema, or an `invalid_payload` that says which field is wrong and why. */
+export function parseParams<S extends z.ZodType>(schema: S, raw: unknown, method: string): z.output<S> {
+  const parsed = schema.safeParse(raw);
+  if (!parsed.success) {
+    throw new TurnloomError('invalid_payload', `invalid parameters for ${method}`, {
+      issues: parsed.error.issues.map(({ path, message }) => ({ path: path.join('.'), message })),
+    });
+  }
+  return parsed.data;
+}

@@ -1,0 +1,168 @@
+import { z } from 'zod';
+import { idPattern } from '../../bus/subjects.ts';
+import type { DomainEvent } from '../../domain/index.ts';
+
+/**
+ * The worker protocol's messages. Whatever a worker sends is network input:
+ * every message is parsed with these schemas before the engine acts on it.
+ */
+
+const id = z.string().regex(idPattern, 'must be 1-128 letters, digits, "_" or "-"');
+/** Ids a provider makes up (tool call ids): anything printable, bounded. */
+const foreignId = z.string().min(1).max(512);
+const text = z.string();
+const usage = z.object({ input: z.number().int().min(0), output: z.number().int().min(0), reasoning: z.number().int().min(0), cacheRead: z.number().int().min(0), cacheWrite: z.number().int().min(0) }).strict();
+const turnId = id;
+const partId = id;
+
+/** The events a worker may record; lease events and a turn's end by failure or interrupt go through the engine. */
+export type WorkerEvent = Extract<
+  DomainEvent,
+  {
+    type:
+      | 'session.started'
+      | 'session.failed'
+      | 'activity.recorded'
+      | 'turn.started'
+      | 'step.started'
+      | 'response.started'
+      | 'response.completed'
+      | 'tools.started'
+      | 'step.finished'
+      | 'turn.completed'
+      | 'part.started'
+      | 'part.delta'
+      | 'part.completed'
+      | 'tool.inputDelta'
+      | 'tool.inputReady'
+      | 'tool.executing'
+      | 'tool.result'
+      | 'tool.failed'
+      | 'part.failed'
+      | 'part.interrupted'
+      | 'approval.requested'
+      | 'approval.consumed'
+      | 'approval.undelivered';
+  }
+>;
+
+const event = <T extends z.ZodRawShape>(type: string, shape: T) => z.object({ type: z.literal(type), ...shape }).strict();
+
+export const workerEventSchema: z.ZodType<WorkerEvent> = z.union([
+  event('session.started', { providerSessionId: z.string().max(512).nullable() }),
+  event('session.failed', { reason: text }),
+  event('activity.recorded', {
+    turnId: turnId.nullable(),
+    kind: z.enum(['diagnostic', 'retry', 'error', 'repair', 'info']),
+    message: text,
+    data: z.record(z.string(), z.unknown()),
+  }),
+  event('turn.started', { turnId }),
+  event('step.started', { turnId, step: z.number().int().min(1), digest: z.string().max(128).nullable() }),
+  event('response.started', { turnId, step: z.number().int().min(1), responseId: z.string().max(512).nullable(), model: z.string().max(512).nullable() }),
+  event('response.completed', { turnId, step: z.number().int().min(1), stopReason: z.string().max(64), rawReason: z.string().max(512).nullable() }),
+  event('tools.started', { turnId, step: z.number().int().min(1), toolCallIds: z.array(foreignId).max(1_000) }),
+  event('step.finished', {
+    turnId,
+    step: z.number().int().min(1),
+    outcome: z.enum(['stop', 'toolCalls', 'error', 'interrupted']),
+    finishReason: z.string().max(512).nullable(),
+    usage: usage.nullable(),
+    error: text.nullable(),
+  }),
+  event('turn.completed', { turnId, stopReason: z.string().max(64) }),
+  event('part.started', { turnId, partId, step: z.number().int().min(1), kind: z.enum(['text', 'reasoning']) }),
+  event('part.started', { turnId, partId, step: z.number().int().min(1), kind: z.literal('tool'), toolCallId: foreignId, toolName: z.string().min(1).max(256) }),
+  event('part.delta', { turnId, partId, text }),
+  event('part.completed', { turnId, partId, signature: text.nullable() }),
+  event('tool.inputDelta', { turnId, partId, text }),
+  event('tool.inputReady', { turnId, partId, toolCallId: foreignId, input: z.unknown() }),
+  event('tool.executing', { turnId, partId, toolCallId: foreignId }),
+  event('tool.result', { turnId, partId, toolCallId: foreignId, output: text }),
+  event('tool.failed', { turnId, partId, toolCallId: foreignId, error: text }),
+  event('part.failed', { turnId, partId, error: text }),
+  event('part.interrupted', {
+    turnId,
+    partId,
+    reason: text,
+    tool: z.object({ toolCallId: foreignId, outcome: z.enum(['notStarted', 'unknown']), result: text }).strict().nullable(),
+  }),
+  event('approval.requested', { turnId, approvalId: id, partId, toolCallId: foreignId, toolName: z.string().min(1).max(256), input: z.unknown() }),
+  event('approval.consumed', { turnId, approvalId: id }),
+  event('approval.undelivered', { turnId, approvalId: id, reason: text }),
+]) as unknown as z.ZodType<WorkerEvent>;
+
+/** Who a worker is: it says so with every heartbeat. */
+export const helloSchema = z
+  .object({
+    workerId: id,
+    environment: id,
+    workspace: z.string().max(4_096).nullable(),
+    host: z.string().min(1).max(255),
+    pid: z.number().int().min(0),
+    capacity: z.number().int().min(1).max(1_000),
+    /** The turns it runs, with their tokens: each one's lease is renewed by this heartbeat. */
+    running: z.array(z.object({ threadId: id, turnId: id, token: z.number().int().min(1) }).strict()).max(1_000),
+  })
+  .strict();
+
+export const claimSchema = z.object({ workerId: id, threadId: id, turnId: id }).strict();
+
+/** What every write and read under a lease carries: the fencing token and the key only its holder knows. */
+const lease = { workerId: id, threadId: id, turnId: id, token: z.number().int().min(1), key: z.string().min(16).max(128) };
+
+export const recordSchema = z
+  .object({
+    ...lease,
+    /** The worker's running number of this write under this lease: a retry sends the same one, and is answered, not repeated. */
+    seq: z.number().int().min(1),
+    events: z.array(workerEventSchema).min(1).max(10_000),
+  })
+  .strict();
+
+export const settleSchema = z
+  .object({
+    ...lease,
+    outcome: z.union([
+      z.object({ kind: z.literal('failed'), error: text }).strict(),
+      z.object({ kind: z.literal('interrupted'), cause: z.literal('provider'), reason: text }).strict(),
+    ]),
+  })
+  .strict();
+
+/** Reads of the leased thread, for the worker's own fold: the API's thread methods, under the lease. */
+export const leasedReadSchemas = {
+  'thread.get': z.object({ ...lease, turns: z.number().int().min(1).max(100).default(20) }).strict(),
+  'thread.turns': z.object({ ...lease, before: z.string().max(200), limit: z.number().int().min(1).max(100).default(20) }).strict(),
+  'thread.events': z.object({ ...lease, after: z.number().int().min(0), limit: z.number().int().min(1).max(1_000).default(1_000) }).strict(),
+  'thread.watch': z.object({ ...lease, deliverTo: z.string().min(8).max(256).regex(/^[A-Za-z0-9_.-]+$/), watchId: id.optional() }).strict(),
+  'thread.unwatch': z.object({ ...lease, watchId: id }).strict(),
+} as const;
+
+export const workerMethods = ['hello', 'claim', 'record', 'settle', ...Object.keys(leasedReadSchemas)] as const;
+export type WorkerMethod = (typeof workerMethods)[number];
+
+export type Hello = z.output<typeof helloSchema>;
+export type Claim = z.output<typeof claimSchema>;
+export type RecordRequest = z.output<typeof recordSchema>;
+export type SettleRequest = z.output<typeof settleSchema>;
+export interface LeaseProof {
+  workerId: string;
+  threadId: string;
+  turnId: string;
+  token: number;
+  key: string;
+}
+
+/** What the engine answers a heartbeat: its timing, and which of the listed leases the worker still holds. */
+export interface HelloAnswer {
+  heartbeatMs: number;
+  leaseTimeoutMs: number;
+  leases: Array<{ threadId: string; turnId: string; token: number; held: boolean }>;
+}
+
+/** A turn waiting for a worker, on `<p>.v1.work.offer.<environment>`. */
+export interface Offer {
+  threadId: string;
+  turnId: string;
+}
