@@ -313,6 +313,29 @@ export class ThreadWatch {
     }
   }
 
+  /**
+   * Resolves once the view holds sequence `seq` (an event this client knows
+   * was committed, such as its own write): events on their way are waited
+   * for briefly, then the log is asked.
+   */
+  async reach(seq: number): Promise<void> {
+    while (this.context.seq < seq) {
+      if (this.stopped) throw new TurnloomError('unavailable', `the watch of thread ${this.threadId} stopped at ${this.context.seq}, before ${seq}`);
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(finish, 200);
+        const subscription = this.store.subscribe(({ context }) => {
+          if (context.seq >= seq || context.status === 'closed' || context.status === 'failed') finish();
+        });
+        function finish() {
+          clearTimeout(timer);
+          subscription.unsubscribe();
+          resolve();
+        }
+      });
+      if (this.context.seq < seq && this.pending.length === 0) this.enqueue({ kind: 'catchUp' });
+    }
+  }
+
   /** Resolves once every queued event and catch-up has been handled. */
   async settled(): Promise<void> {
     while (this.pumping) await this.pumping;

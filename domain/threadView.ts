@@ -131,6 +131,7 @@ export interface ThreadSummary {
   id: string;
   title: string;
   owner: string | null;
+  environment: string;
   archived: boolean;
   createdAt: number;
   updatedAt: number;
@@ -145,6 +146,7 @@ export function summarize(view: ThreadView): ThreadSummary {
     id: view.id,
     title: view.title,
     owner: view.owner,
+    environment: view.environment,
     archived: view.archived,
     createdAt: view.createdAt,
     updatedAt: view.updatedAt,

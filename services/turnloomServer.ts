@@ -1,10 +1,11 @@
 import type { Bus, ProviderAdapter, ProviderChoice, ThreadStore } from '../domain/index.ts';
-import { MSGPACK, type Subjects, encode, subjects as subjectsFor } from '../bus/index.ts';
-import { ApiServer, type AuthConfig, Authenticator, DEFAULT_MAX_PAYLOAD, type ThreadWatchesOptions, eventLimitFor, publishCommittedEvents } from './api/index.ts';
+import { type Subjects, subjects as subjectsFor } from '../bus/index.ts';
+import { ApiServer, type AuthConfig, Authenticator, DEFAULT_MAX_PAYLOAD, ThreadWatches, type ThreadWatchesOptions, eventLimitFor, publishCommittedEvents } from './api/index.ts';
+import { WorkerGateway, type WorkerGatewayOptions } from './dispatch/workerGateway.ts';
 import { Engine } from './engine/engine.ts';
 import { CrashRepair } from './runtime/crashRepair.ts';
 import { Deadlines } from './runtime/deadlines.ts';
-import { TurnRunner, type TurnRunnerOptions } from './runtime/turnRunner.ts';
+import { Worker, type WorkerOptions } from './worker/worker.ts';
 
 export const VERSION = '0.1.0';
 
@@ -17,11 +18,16 @@ export interface TurnloomServerOptions {
   defaultProvider?: ProviderChoice;
   maxPayloadBytes?: number;
   /**
-   * Run turns in this process with these providers, by name. Left out, turns
-   * wait for a worker (tests drive them by hand).
+   * Run a local worker with these providers, by name, on the same bus (the
+   * embedded default). Left out, turns wait for a worker from elsewhere.
    */
   providers?: Record<string, ProviderAdapter>;
-  runner?: Omit<TurnRunnerOptions, 'engine' | 'adapterFor' | 'live'>;
+  /** How the local worker runs turns (retries, timeouts, whether tools run…). */
+  runner?: WorkerOptions['loop'];
+  /** The local worker's id and environment. */
+  localWorker?: Pick<WorkerOptions, 'workerId' | 'environment' | 'workspace' | 'concurrency'>;
+  /** Leases, heartbeats and resumes of workers. */
+  workers?: Omit<WorkerGatewayOptions, 'maxPayloadBytes'>;
   /** An interrupt nobody confirms is settled after this long (default 10 s). */
   interruptDeadlineMs?: number;
   /** An approval nobody answers expires after this long (default: never). */
@@ -33,72 +39,80 @@ export interface TurnloomServerOptions {
 export interface TurnloomServer {
   engine: Engine;
   api: ApiServer;
-  runner: TurnRunner | null;
+  gateway: WorkerGateway;
+  /** The worker in this process, when it runs one. */
+  worker: Worker | null;
   subjects: Subjects;
   /** Settles once crash repair has gone through the turns a dead process left open, with how many it repaired. */
   repaired: Promise<number>;
-  /** Stops taking requests, answers those in flight, closes the engine and its store. */
+  /** Stops taking requests, settles the local worker's turns, answers what is in flight, closes the engine and its store. */
   stop(): Promise<void>;
 }
 
 /**
- * The engine with its API and event publishing on one bus: what `turnloom
- * serve` runs. The store is the caller's until this resolves; after that it
- * is closed by `stop()` (or, when starting fails, before the error is thrown).
+ * The engine with its API, its side of the worker protocol and event
+ * publishing on one bus, and (with providers) a local worker that reaches it
+ * through that bus like any other: what `turnloom serve` runs. The store is
+ * the caller's until this resolves; after that it is closed by `stop()` (or,
+ * when starting fails, before the error is thrown).
  */
 export async function startTurnloomServer(options: TurnloomServerOptions): Promise<TurnloomServer> {
   const subjects = subjectsFor(options.prefix);
-  const engine = await Engine.open({ store: options.store, maxEventBytes: eventLimitFor(options.maxPayloadBytes ?? DEFAULT_MAX_PAYLOAD) });
+  const maxPayloadBytes = options.maxPayloadBytes ?? DEFAULT_MAX_PAYLOAD;
+  const engine = await Engine.open({ store: options.store, maxEventBytes: eventLimitFor(maxPayloadBytes) });
   const unpublish = publishCommittedEvents(engine, options.bus, subjects);
+  const watches = new ThreadWatches(options.bus, subjects, options.watches).start(engine);
+  const gateway = new WorkerGateway(options.bus, subjects, engine, watches, { ...options.workers, maxPayloadBytes });
   let api: ApiServer;
   try {
     api = await new ApiServer({
       bus: options.bus,
       engine,
       subjects,
+      watches,
+      workers: gateway,
       auth: new Authenticator(options.auth ?? null),
       defaultProvider: options.defaultProvider ?? { name: 'scripted', model: null },
       ...(options.providers ? { providers: Object.keys(options.providers) } : {}),
-      ...(options.maxPayloadBytes ? { maxPayloadBytes: options.maxPayloadBytes } : {}),
-      ...(options.watches ? { watches: options.watches } : {}),
+      maxPayloadBytes,
       version: VERSION,
     }).start();
   } catch (error) {
+    watches.stop();
     unpublish();
     await engine.close();
     throw error;
   }
+  await gateway.start();
   const deadlines = await new Deadlines(engine, { interruptMs: options.interruptDeadlineMs ?? 10_000, approvalMs: options.approvalTimeoutMs ?? null }).start();
-  const providers = options.providers;
-  const runner = providers
-    ? await new TurnRunner({
-        ...options.runner,
-        engine,
-        adapterFor: (choice) => providers[choice.name],
-        live: (threadId, delta) => {
-          try {
-            options.bus.publish(subjects.live(threadId), encode(delta, MSGPACK), { headers: { 'content-type': MSGPACK } });
-          } catch {
-            // Live deltas are best effort; the durable ones are in the log.
-          }
-        },
-      }).start()
-    : null;
   // Publishers and the API are up: what repair writes reaches every client, and it does not hold the start.
   const repair = new CrashRepair(engine);
   const repaired = repair.run();
+  const providers = options.providers;
+  const worker = providers
+    ? await new Worker({
+        bus: options.bus,
+        ...(options.prefix ? { prefix: options.prefix } : {}),
+        ...options.localWorker,
+        adapterFor: (choice) => providers[choice.name],
+        ...(options.runner ? { loop: options.runner } : {}),
+      }).start()
+    : null;
   return {
     engine,
     api,
-    runner,
+    gateway,
+    worker,
     subjects,
     repaired,
     stop: async () => {
       repair.stop();
       await api.stop();
+      await worker?.stop();
       await repaired;
-      await runner?.stop();
+      await gateway.stop();
       deadlines.stop();
+      watches.stop();
       await engine.close();
       unpublish();
     },

@@ -7,6 +7,7 @@ import { type ApiResults, EVENT_ENVELOPE_BYTES, type PendingApproval, type WireE
 import type { ApiMethod, ApiParams } from './apiSchemas.ts';
 import type { Principal, Scope } from './auth.ts';
 import { decodeCursor, decodePosition, encodeCursor, takePage } from './paging.ts';
+import type { WorkerInfo } from '../dispatch/workerRegistry.ts';
 import type { ThreadWatches } from './threadWatches.ts';
 import { olderTurns, threadWindow } from './threadWindow.ts';
 
@@ -16,12 +17,19 @@ export interface ApiContext {
   /** Where the caller's answer goes: its inbox, whose prefix says whose connection it is. */
   replyTo: string;
   watches: ThreadWatches;
+  /** The workers the engine hears from: for `worker.list`, and to say whether an open turn waits for one. */
+  workers: WorkerDirectory;
   defaultProvider: ProviderChoice;
   /** Provider names this server runs turns with; `null` when turns run elsewhere (any name may be served). */
   providers: readonly string[] | null;
   /** How many bytes of events one answer may carry, so every page fits the bus's payload limit. */
   replyBudgetBytes: number;
   service: { name: string; version: string; instance: string; startedAt: number };
+}
+
+export interface WorkerDirectory {
+  workers(): WorkerInfo[];
+  liveWorkers(environment: string): number;
 }
 
 interface Handler<M extends ApiMethod> {
@@ -72,7 +80,10 @@ export const apiHandlers: { [M in ApiMethod]: Handler<M> } = {
     handle: ({ engine, principal }, params) => {
       const commandId = commandIdOf(params);
       const threadId = params.threadId ?? derivedId('thr', commandId);
-      return engine.submit({ type: 'thread.create', commandId, threadId, title: params.title, workspace: params.workspace, owner: principal.name }, idOrigin(params));
+      return engine.submit(
+        { type: 'thread.create', commandId, threadId, title: params.title, workspace: params.workspace, owner: principal.name, environment: params.environment },
+        idOrigin(params),
+      );
     },
   },
   'thread.rename': {
@@ -100,9 +111,11 @@ export const apiHandlers: { [M in ApiMethod]: Handler<M> } = {
   },
   'thread.get': {
     scope: 'read',
-    handle: async ({ engine, principal, replyBudgetBytes }, params) => {
+    handle: async ({ engine, principal, workers, replyBudgetBytes }, params) => {
       const view = await readableThread(engine, principal, params.threadId);
-      return { ...threadWindow(view, params.turns, replyBudgetBytes), seq: view.seq };
+      const open = view.openTurnId === null ? undefined : view.turns[view.openTurnId];
+      const work = open ? { turnId: open.id, environment: view.environment, heldBy: open.lease?.workerId ?? null, liveWorkers: workers.liveWorkers(view.environment) } : null;
+      return { ...threadWindow(view, params.turns, replyBudgetBytes), seq: view.seq, work };
     },
   },
   'thread.turns': {
@@ -223,6 +236,10 @@ export const apiHandlers: { [M in ApiMethod]: Handler<M> } = {
       requireThread(engine, principal, params.threadId);
       return engine.submit({ type: 'session.stop', commandId: commandIdOf(params), threadId: params.threadId, reason: params.reason }, idOrigin(params));
     },
+  },
+  'worker.list': {
+    scope: 'read',
+    handle: async ({ workers }) => ({ workers: workers.workers() }),
   },
   health: {
     scope: null,

@@ -1,5 +1,6 @@
 import type { CommandResult } from '../engine/commands.ts';
 import type { ApprovalView, StoredEvent, ThreadSummary, ThreadView, TurnView } from '../../domain/index.ts';
+import type { WorkerInfo } from '../dispatch/workerRegistry.ts';
 import type { ApiMethod } from './apiSchemas.ts';
 
 /** What every mutating method answers: the command's id and the events it wrote. */
@@ -26,7 +27,14 @@ export interface ApiResults {
   'thread.rename': MutationResult;
   'thread.archive': MutationResult;
   'thread.list': { threads: ThreadSummary[]; nextCursor: string | null };
-  'thread.get': { thread: ThreadView; seq: number; olderTurns: number; olderCursor: string | null };
+  /** `work`: for the open turn, which worker holds it, or how many live workers its environment has (0: it waits for one). */
+  'thread.get': {
+    thread: ThreadView;
+    seq: number;
+    olderTurns: number;
+    olderCursor: string | null;
+    work: { turnId: string; environment: string; heldBy: string | null; liveWorkers: number } | null;
+  };
   'thread.turns': { turns: TurnView[]; olderCursor: string | null };
   'thread.events': { events: WireEvent[]; lastSeq: number };
   /** `created`: a new watch (after a server restart too), so events since the last renewal may have been missed. */
@@ -39,6 +47,7 @@ export interface ApiResults {
   'checkpoint.diff': never;
   'checkpoint.revert': MutationResult;
   'session.stop': MutationResult;
+  'worker.list': { workers: WorkerInfo[] };
   health: { status: 'ok'; service: string; version: string; instance: string; uptimeMs: number; loadedThreads: number };
 }
 

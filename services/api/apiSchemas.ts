@@ -21,7 +21,13 @@ const provider = z
  */
 export const apiParams = {
   'thread.create': z
-    .object({ commandId, threadId: id.optional(), title: z.string().max(200).default('New thread'), workspace: z.string().max(4096).nullable().default(null) })
+    .object({
+      commandId,
+      threadId: id.optional(),
+      title: z.string().max(200).default('New thread'),
+      workspace: z.string().max(4096).nullable().default(null),
+      environment: id.default('default').describe('Which workers run its turns: those serving this environment'),
+    })
     .strict(),
   'thread.rename': z.object({ commandId, threadId: id, title: z.string().min(1).max(200) }).strict(),
   'thread.archive': z.object({ commandId, threadId: id }).strict(),
@@ -64,6 +70,7 @@ export const apiParams = {
   'checkpoint.diff': z.object({ threadId: id, checkpointId: id.optional() }).strict(),
   'checkpoint.revert': z.object({ commandId, threadId: id, checkpointId: id }).strict(),
   'session.stop': z.object({ commandId, threadId: id, reason: z.string().max(1_000).default('stopped by the user') }).strict(),
+  'worker.list': z.object({}).strict(),
   health: z.object({}).strict(),
 } as const;
 

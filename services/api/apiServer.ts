@@ -2,13 +2,13 @@ import { randomUUID } from 'node:crypto';
 import { type Bus, type BusMessage, type BusSubscription, type ProviderChoice, TurnloomError } from '../../domain/index.ts';
 import type { Subjects } from '../../bus/index.ts';
 import type { Engine } from '../engine/engine.ts';
-import { type ApiContext, apiHandlers } from './apiHandlers.ts';
+import { type ApiContext, type WorkerDirectory, apiHandlers } from './apiHandlers.ts';
 import { EVENT_ENVELOPE_BYTES } from './apiResults.ts';
 import { type ApiMethod, apiMethods, apiParams, isApiMethod } from './apiSchemas.ts';
 import { type Authenticator, type Principal, requireScope } from './auth.ts';
 import { EngineClaim } from './engineClaim.ts';
 import { Inflight, answerRequest, parseParams } from './requestReply.ts';
-import { ThreadWatches, type ThreadWatchesOptions } from './threadWatches.ts';
+import type { ThreadWatches } from './threadWatches.ts';
 import { type EndpointStats, serveDiscovery } from './serviceDiscovery.ts';
 
 export interface ApiServerOptions {
@@ -21,7 +21,8 @@ export interface ApiServerOptions {
   providers?: readonly string[];
   /** Larger requests are refused with `invalid_payload` before decoding. Default 1 MiB. */
   maxPayloadBytes?: number;
-  watches?: ThreadWatchesOptions;
+  watches: ThreadWatches;
+  workers: WorkerDirectory;
   version: string;
 }
 
@@ -54,13 +55,11 @@ export class ApiServer {
   readonly instance = randomUUID().replaceAll('-', '').slice(0, 22);
   private readonly startedAt = new Date();
   private readonly claim: EngineClaim;
-  private readonly watches: ThreadWatches;
 
   constructor(options: ApiServerOptions) {
     this.options = options;
     this.maxPayload = options.maxPayloadBytes ?? DEFAULT_MAX_PAYLOAD;
     this.claim = new EngineClaim(options.bus, options.subjects);
-    this.watches = new ThreadWatches(options.bus, options.subjects, options.watches);
     for (const method of apiMethods) {
       // Micro endpoint names allow only letters, digits, "_" and "-"; the subject keeps the dotted method.
       this.stats.set(method, { name: method.replaceAll('.', '_'), subject: options.subjects.api(method), requests: 0, errors: 0, lastError: null, processingNanos: 0 });
@@ -71,7 +70,6 @@ export class ApiServer {
   async start(): Promise<this> {
     const { bus, subjects } = this.options;
     await this.claim.claim();
-    this.watches.start(this.options.engine);
     this.subscriptions.push(
       bus.subscribe(subjects.apiAll, (message) => this.inflight.track(this.handle(message)), { queue: API_QUEUE_GROUP }),
       ...serveDiscovery(
@@ -115,7 +113,8 @@ export class ApiServer {
       engine: this.options.engine,
       principal,
       replyTo: message.reply!,
-      watches: this.watches,
+      watches: this.options.watches,
+      workers: this.options.workers,
       defaultProvider: this.options.defaultProvider,
       providers: this.options.providers ?? null,
       replyBudgetBytes: replyBudgetFor(this.maxPayload),
@@ -128,7 +127,6 @@ export class ApiServer {
   async stop(): Promise<void> {
     for (const subscription of this.subscriptions.splice(0)) subscription.unsubscribe();
     this.claim.release();
-    this.watches.stop();
     await this.inflight.settled();
   }
 }

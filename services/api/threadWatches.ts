@@ -3,6 +3,9 @@ import { type Bus, type BusSubscription, type StoredEvent, TurnloomError } from 
 import { MSGPACK, type Subjects, encode } from '../../bus/index.ts';
 import type { Engine } from '../engine/engine.ts';
 
+/** Principals named so are workers following the turns they hold. */
+export const WORKER_PRINCIPAL_PREFIX = 'worker:';
+
 /** How a watched thread's messages are marked on the watcher's inbox. */
 export const WATCH_KIND_HEADER = 'turnloom-kind';
 
@@ -72,7 +75,8 @@ export class ThreadWatches {
     }
     if (this.byId.size >= this.maxTotal) throw new TurnloomError('unavailable', `the server follows ${this.maxTotal} threads for clients already; try again later`, { limit: this.maxTotal });
     const mine = [...this.byId.values()].filter((watch) => watch.principal === principal).length;
-    if (mine >= this.maxPerPrincipal) {
+    // A worker follows every turn it runs (its capacity bounds it); the per-principal limit is for clients.
+    if (mine >= this.maxPerPrincipal && !principal.startsWith(WORKER_PRINCIPAL_PREFIX)) {
       throw new TurnloomError('conflict', `${principal} already has ${mine} watches, the most one principal may have; drop some with thread.unwatch`, { limit: this.maxPerPrincipal });
     }
     const watch: Watch = { id: watchId ?? randomUUID(), principal, threadId, deliverTo, expiresAt: this.now() + this.ttlMs };

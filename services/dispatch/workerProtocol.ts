@@ -106,7 +106,14 @@ export const helloSchema = z
   })
   .strict();
 
-export const claimSchema = z.object({ workerId: id, threadId: id, turnId: id }).strict();
+/**
+ * A claim names itself (`claimId`, the same on every retry, so a lost answer
+ * is asked again, not claimed twice) and brings the hash of a key the worker
+ * chose: the engine never learns the key until the worker writes with it.
+ */
+export const claimSchema = z
+  .object({ workerId: id, threadId: id, turnId: id, claimId: id, keyHash: z.string().regex(/^[0-9a-f]{64}$/, 'must be a sha256 hex digest') })
+  .strict();
 
 /** What every write and read under a lease carries: the fencing token and the key only its holder knows. */
 const lease = { workerId: id, threadId: id, turnId: id, token: z.number().int().min(1), key: z.string().min(16).max(128) };

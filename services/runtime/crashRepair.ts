@@ -10,12 +10,14 @@ export interface CrashRepairOptions {
 }
 
 /**
- * Settles the turns a dead process left open, as a reactor beside the API:
- * it runs once the event publishers are attached and the API serves, so its
+ * Settles the turns a dead process left open that nothing else will: a turn
+ * mid-step that no worker holds a lease on (a lease has its own clock, in the
+ * worker gateway, and a lost one is resumed). It runs as a reactor beside the
+ * API, once the event publishers are attached and the API serves, so its
  * events reach every watching client like any others, and a long list of
- * open turns does not hold the server's start. A turn still `requested` is
- * an accepted intent and waits for a worker; anything started and not held
- * by a live worker is interrupted with cause `repair` (see `turn.repair`).
+ * open turns does not hold the server's start. A turn still `requested`, or
+ * between steps, waits for a worker; the rest are interrupted with cause
+ * `repair` (see `turn.repair`).
  */
 export class CrashRepair {
   private stopped = false;
@@ -41,7 +43,8 @@ export class CrashRepair {
   private async repair(threadId: string, turnId: string): Promise<boolean> {
     try {
       const turn = (await this.engine.getThread(threadId)).turns[turnId];
-      if (!turn || turn.state === 'requested') return false;
+      // Waiting for a worker (not started, or between steps after losing one) is not broken; a lease has its own clock.
+      if (!turn || turn.state === 'requested' || turn.state === 'running.betweenSteps' || turn.lease) return false;
       if (await this.options.hasLiveWorker?.(threadId, turnId)) return false;
       await this.engine.submit({
         type: 'turn.repair',

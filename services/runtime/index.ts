@@ -1,5 +1,3 @@
-export { TurnRunner } from './turnRunner.ts';
-export type { TurnRunnerOptions } from './turnRunner.ts';
 export { Deadlines } from './deadlines.ts';
 export { CrashRepair } from './crashRepair.ts';
 export type { CrashRepairOptions } from './crashRepair.ts';

@@ -7,6 +7,7 @@ import type { ProviderAdapter } from '../../domain/index.ts';
 import type { LiveDelta } from '../../services/runtime/stepIngestion.ts';
 import { startTurnloomServer } from '../../services/turnloomServer.ts';
 import { type ApiFixture, openApiFixture } from '../support/apiFixture.ts';
+import { leaseKeyHash } from '../../services/engine/decide.ts';
 import { rebuildFromLog } from '../support/engineFixture.ts';
 import { tempDir } from '../support/tempDir.ts';
 
@@ -108,15 +109,27 @@ describe('the in-process turn runner', () => {
     expect((await turnState(client, threadId, turnId)).interrupt?.cause).toBe('provider');
   });
 
-  it('settles by the deadline when no worker confirms the interrupt', async () => {
-    // No providers: nothing runs turns here, as if the worker that started it died silently.
+  it('confirms at once the interrupt of a turn no worker holds', async () => {
+    // No providers: no worker here, so nobody holds the turn.
+    const { client, threadId } = await setup();
+    const { turnId } = await client.call('turn.start', { threadId, input: { text: 'nobody takes this' } });
+    await client.call('turn.interrupt', { threadId });
+    await expect.poll(async () => (await turnState(client, threadId, turnId)).state, { timeout: 10_000 }).toBe('interrupted');
+    expect((await turnState(client, threadId, turnId)).interrupt?.cause).toBe('engine');
+  });
+
+  it('settles by the deadline when the worker holding the turn does not confirm the interrupt', async () => {
     const { client, threadId } = await setup();
     const { turnId } = await client.call('turn.start', { threadId, input: { text: 'orphan' } });
-    await fx!.server.engine.submit({
+    // A worker took the turn and went silent (it never renews nor answers).
+    const { engine } = fx!.server;
+    const { toThreadSeq: token } = await engine.submit({ type: 'turn.lease', commandId: 'silent-lease', threadId, turnId, workerId: 'silent', keyHash: leaseKeyHash('silent-key-0000000') });
+    await engine.submit({
       type: 'turn.record',
       commandId: 'worker-was-here',
       threadId,
       turnId,
+      lease: { token, key: 'silent-key-0000000' },
       events: [
         { type: 'session.started', providerSessionId: null },
         { type: 'turn.started', turnId },

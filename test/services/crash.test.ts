@@ -94,7 +94,12 @@ describe('crash test: SIGKILL at random moments', () => {
     const store = LmdbStore.open(dir.path);
     const engine = await Engine.open({ store });
     await new CrashRepair(engine).run();
-    for (const { threadId, turnId } of store.openTurns()) expect((await engine.getThread(threadId)).turns[turnId]!.state).toBe('requested');
+    // What is left open waits for a worker, with no step half-done: not started, or between steps.
+    for (const { threadId, turnId } of store.openTurns()) {
+      const view = await engine.getThread(threadId);
+      expect(['requested', 'running.betweenSteps']).toContain(view.turns[turnId]!.state);
+      expect(view.cursor.openStep).toBeNull();
+    }
     await engine.close();
     await verifyStore(dir.path, acked);
   }, 300_000);

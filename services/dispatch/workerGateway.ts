@@ -1,0 +1,309 @@
+import { JSON_TYPE, type Subjects, encode } from '../../bus/index.ts';
+import { type Bus, type BusMessage, type BusSubscription, type StoredEvent, TurnloomError } from '../../domain/index.ts';
+import { type ApiContext, apiHandlers } from '../api/apiHandlers.ts';
+import type { Principal } from '../api/auth.ts';
+import { replyBudgetFor } from '../api/apiServer.ts';
+import { Inflight, answerRequest, parseParams } from '../api/requestReply.ts';
+import { type ThreadWatches, WORKER_PRINCIPAL_PREFIX } from '../api/threadWatches.ts';
+import { systemCommandId } from '../engine/commands.ts';
+import { leaseKeyHash } from '../engine/decide.ts';
+import type { Engine } from '../engine/engine.ts';
+import { type Claim, type Hello, type HelloAnswer, type LeaseProof, type Offer, claimSchema, helloSchema, leasedReadSchemas, recordSchema, settleSchema } from './workerProtocol.ts';
+import { type WorkerInfo, WorkerRegistry } from './workerRegistry.ts';
+
+export const WORKER_QUEUE_GROUP = 'turnloom-engine';
+
+export interface WorkerGatewayOptions {
+  /** A lease not renewed this long is lost, and its turn resumes on another worker (default 10 s). */
+  leaseTimeoutMs?: number;
+  /** How often workers are asked to say they are alive (default 2 s). */
+  heartbeatMs?: number;
+  /** How many times a turn may be resumed after losing its worker before it fails (default 2). */
+  maxResumes?: number;
+  maxPayloadBytes: number;
+  now?: () => number;
+}
+
+interface HeldLease {
+  threadId: string;
+  turnId: string;
+  workerId: string;
+  token: number;
+  expiresAt: number;
+}
+
+const leaseKey = (threadId: string, turnId: string) => `${threadId}/${turnId}`;
+
+/**
+ * The engine's side of the worker protocol, on `<p>.v1.worker.<method>`:
+ * workers say hello (and so renew their leases), claim turns offered on
+ * `<p>.v1.work.offer.<environment>`, write what they produce under their
+ * lease, and read the threads they hold. It keeps the leases' clocks outside
+ * the machines: a lease not renewed in time is expired through the engine,
+ * which closes the lost worker's step, and the turn is offered again.
+ */
+export class WorkerGateway {
+  private readonly registry: WorkerRegistry;
+  private readonly leases = new Map<string, HeldLease>();
+  private readonly inflight = new Inflight('workers');
+  private readonly options: Required<WorkerGatewayOptions>;
+  private subscription: BusSubscription | undefined;
+  private unsubscribe: (() => void) | undefined;
+  private ticker: NodeJS.Timeout | undefined;
+  private ticking = false;
+
+  constructor(
+    private readonly bus: Bus,
+    private readonly subjects: Subjects,
+    private readonly engine: Engine,
+    private readonly watches: ThreadWatches,
+    options: WorkerGatewayOptions,
+  ) {
+    this.options = { leaseTimeoutMs: 10_000, heartbeatMs: 2_000, maxResumes: 2, now: Date.now, ...options };
+    this.registry = new WorkerRegistry(this.options.leaseTimeoutMs);
+  }
+
+  /** Starts serving workers; leases found open get a full timeout to be renewed (their workers may have outlived a restart). */
+  async start(): Promise<this> {
+    const now = this.options.now();
+    for (const { threadId, turnId } of this.engine.listOpenTurns()) {
+      const lease = (await this.engine.getThread(threadId)).turns[turnId]?.lease;
+      if (lease) this.leases.set(leaseKey(threadId, turnId), { threadId, turnId, workerId: lease.workerId, token: lease.token, expiresAt: now + this.options.leaseTimeoutMs });
+    }
+    this.unsubscribe = this.engine.onCommitted((events) => this.react(events));
+    this.subscription = this.bus.subscribe(this.subjects.workerAll, (message) => this.inflight.track(this.handle(message)), { queue: WORKER_QUEUE_GROUP });
+    this.ticker = setInterval(() => this.tick(), Math.min(1_000, this.options.heartbeatMs));
+    this.ticker.unref();
+    return this;
+  }
+
+  workers(): WorkerInfo[] {
+    return this.registry.list(this.options.now());
+  }
+
+  liveWorkers(environment: string): number {
+    return this.registry.liveIn(environment, this.options.now());
+  }
+
+  private async handle(message: BusMessage): Promise<void> {
+    const method = message.subject.slice(this.subjects.worker('').length);
+    await answerRequest(this.bus, message, this.options.maxPayloadBytes, 'workers', (body) => this.dispatch(method, body, message.reply!));
+  }
+
+  private async dispatch(method: string, body: unknown, replyTo: string): Promise<unknown> {
+    switch (method) {
+      case 'hello':
+        return this.hello(parseParams(helloSchema, body, method));
+      case 'claim':
+        return this.claim(parseParams(claimSchema, body, method));
+      case 'record': {
+        const { seq, events, ...proof } = parseParams(recordSchema, body, method);
+        const result = await this.engine.submit({
+          type: 'turn.record',
+          // A retry of the same write under the same lease is answered from its receipt, never written twice.
+          commandId: systemCommandId('record', proof.threadId, proof.turnId, proof.token, seq),
+          threadId: proof.threadId,
+          turnId: proof.turnId,
+          lease: { token: proof.token, key: proof.key },
+          events,
+        });
+        this.renew(proof);
+        return result;
+      }
+      case 'settle': {
+        const { outcome, ...proof } = parseParams(settleSchema, body, method);
+        return this.engine.submit({
+          type: 'turn.settle',
+          commandId: systemCommandId('settle', proof.threadId, proof.turnId, proof.token),
+          threadId: proof.threadId,
+          turnId: proof.turnId,
+          lease: { token: proof.token, key: proof.key },
+          outcome,
+        });
+      }
+      default:
+        return this.read(method, body, replyTo);
+    }
+  }
+
+  private hello(hello: Hello): HelloAnswer {
+    const now = this.options.now();
+    const arrived = this.registry.heard(hello, now);
+    const leases = hello.running.map(({ threadId, turnId, token }) => {
+      const held = this.leases.get(leaseKey(threadId, turnId));
+      const holds = held !== undefined && held.token === token && held.workerId === hello.workerId;
+      if (holds) held.expiresAt = now + this.options.leaseTimeoutMs;
+      return { threadId, turnId, token, held: holds };
+    });
+    // A worker that just came (or came back) hears at once what waits in its environment.
+    if (arrived) this.offerWaiting(hello.environment).catch((error: unknown) => console.error('turnloom workers:', error));
+    return { heartbeatMs: this.options.heartbeatMs, leaseTimeoutMs: this.options.leaseTimeoutMs, leases };
+  }
+
+  private async claim(claim: Claim): Promise<{ token: number }> {
+    const worker = this.registry.get(claim.workerId, this.options.now());
+    if (!worker?.live) throw new TurnloomError('conflict', `worker ${claim.workerId} has not said hello (or not lately); say hello before claiming`, { workerId: claim.workerId });
+    const summary = this.engine.summary(claim.threadId);
+    if (!summary) throw new TurnloomError('not_found', `thread ${claim.threadId} not found`, { threadId: claim.threadId });
+    if (summary.environment !== worker.environment) {
+      throw new TurnloomError('conflict', `thread ${claim.threadId} runs in environment "${summary.environment}", not "${worker.environment}"`, { environment: summary.environment });
+    }
+    const result = await this.engine.submit({
+      type: 'turn.lease',
+      commandId: systemCommandId('lease', claim.threadId, claim.turnId, claim.claimId),
+      threadId: claim.threadId,
+      turnId: claim.turnId,
+      workerId: claim.workerId,
+      keyHash: claim.keyHash,
+    });
+    return { token: result.toThreadSeq };
+  }
+
+  /** The thread reads the API offers, for the holder of a lease on one of the thread's turns. */
+  private async read(method: string, body: unknown, replyTo: string): Promise<unknown> {
+    if (!Object.hasOwn(leasedReadSchemas, method)) throw new TurnloomError('not_found', `unknown worker method "${method}"`, { method });
+    const name = method as keyof typeof leasedReadSchemas;
+    const { workerId, threadId, turnId, token, key, ...params } = parseParams(leasedReadSchemas[name], body, method);
+    // Dropping one's own watch needs no lease (the turn may have ended); everything else reads under it.
+    const lease = (await this.engine.getThread(threadId)).turns[turnId]?.lease;
+    if (name !== 'thread.unwatch' && (lease?.token !== token || lease.keyHash !== leaseKeyHash(key))) {
+      throw new TurnloomError('fenced', `worker ${workerId} does not hold turn ${turnId}`, { turnId, token });
+    }
+    const principal: Principal = { name: `${WORKER_PRINCIPAL_PREFIX}${workerId}`, scopes: new Set(['read', 'admin']) };
+    const context: ApiContext = {
+      engine: this.engine,
+      principal,
+      replyTo,
+      watches: this.watches,
+      workers: this,
+      defaultProvider: { name: 'scripted', model: null },
+      providers: null,
+      replyBudgetBytes: replyBudgetFor(this.options.maxPayloadBytes),
+      service: { name: 'turnloom', version: '', instance: '', startedAt: 0 },
+    };
+    return (apiHandlers[name].handle as (context: ApiContext, params: unknown) => Promise<unknown>)(context, { threadId, ...params });
+  }
+
+  private renew(proof: LeaseProof): void {
+    const held = this.leases.get(leaseKey(proof.threadId, proof.turnId));
+    if (held && held.token === proof.token) held.expiresAt = this.options.now() + this.options.leaseTimeoutMs;
+  }
+
+  private react(events: readonly StoredEvent[]): void {
+    for (const { threadId, event } of events) {
+      switch (event.type) {
+        case 'turn.requested':
+          this.offer(threadId, event.turnId);
+          break;
+        case 'turn.leased':
+          this.leases.set(leaseKey(threadId, event.turnId), {
+            threadId,
+            turnId: event.turnId,
+            workerId: event.workerId,
+            token: event.token,
+            expiresAt: this.options.now() + this.options.leaseTimeoutMs,
+          });
+          break;
+        case 'turn.leaseLost':
+          this.leases.delete(leaseKey(threadId, event.turnId));
+          this.offer(threadId, event.turnId);
+          break;
+        case 'turn.interruptRequested':
+          // Nobody runs it, so nobody else will confirm the stop.
+          if (!this.leases.has(leaseKey(threadId, event.turnId))) this.settleUnheld(threadId, event.turnId);
+          break;
+        case 'turn.completed':
+        case 'turn.failed':
+        case 'turn.interrupted':
+          this.leases.delete(leaseKey(threadId, event.turnId));
+          this.confirmStopWhenFree(threadId);
+          break;
+        case 'session.stopRequested':
+          this.confirmStopWhenFree(threadId);
+          break;
+        default:
+          break;
+      }
+    }
+  }
+
+  /** Tells the workers of the thread's environment that the turn waits (if it does). */
+  private offer(threadId: string, turnId: string): void {
+    void this.offerIfWaiting(threadId, turnId).catch((error: unknown) => console.error(`turnloom workers: could not offer ${threadId}/${turnId}`, error));
+  }
+
+  private async offerIfWaiting(threadId: string, turnId: string): Promise<boolean> {
+    const view = await this.engine.getThread(threadId);
+    const turn = view.turns[turnId];
+    if (view.openTurnId !== turnId || !turn || turn.lease || (turn.state !== 'requested' && turn.state !== 'running.betweenSteps')) return false;
+    const offer: Offer = { threadId, turnId };
+    this.bus.publish(this.subjects.offers(view.environment), encode(offer, JSON_TYPE), { headers: { 'content-type': JSON_TYPE } });
+    return true;
+  }
+
+  private async offerWaiting(environment: string | null): Promise<void> {
+    for (const { threadId, turnId } of this.engine.listOpenTurns()) {
+      if (environment !== null && this.engine.summary(threadId)?.environment !== environment) continue;
+      await this.offerIfWaiting(threadId, turnId).catch((error: unknown) => console.error(`turnloom workers: could not offer ${threadId}/${turnId}`, error));
+    }
+  }
+
+  private settleUnheld(threadId: string, turnId: string): void {
+    this.engine
+      .submit({ type: 'turn.settle', commandId: systemCommandId('unheld', threadId, turnId), threadId, turnId, outcome: { kind: 'interrupted', cause: 'engine', reason: 'interrupted before a worker took it' } })
+      .catch(ignoreSettled);
+  }
+
+  /** Provider sessions live only as long as a call here, so a stop is confirmed as soon as no turn holds the session. */
+  private confirmStopWhenFree(threadId: string): void {
+    void (async () => {
+      const view = await this.engine.getThread(threadId);
+      if (view.session.state !== 'stopping' || view.openTurnId) return;
+      await this.engine.submit({ type: 'session.confirmStopped', commandId: systemCommandId('stopped', threadId, view.seq), threadId });
+    })().catch(ignoreSettled);
+  }
+
+  /** Expires leases nobody renewed, and offers again what waits where a worker is alive (an offer may be lost). */
+  private tick(): void {
+    if (this.ticking) return;
+    this.ticking = true;
+    void this.expireLapsed()
+      .then(() => this.offerWaiting(null))
+      .catch((error: unknown) => console.error('turnloom workers:', error))
+      .finally(() => {
+        this.ticking = false;
+      });
+  }
+
+  private async expireLapsed(): Promise<void> {
+    const now = this.options.now();
+    for (const lease of [...this.leases.values()]) {
+      if (lease.expiresAt > now) continue;
+      await this.engine
+        .submit({
+          type: 'turn.expireLease',
+          commandId: systemCommandId('expire', lease.threadId, lease.turnId, lease.token),
+          threadId: lease.threadId,
+          turnId: lease.turnId,
+          token: lease.token,
+          reason: `no heartbeat from worker ${lease.workerId} for ${this.options.leaseTimeoutMs} ms`,
+          maxResumes: this.options.maxResumes,
+        })
+        .catch(ignoreSettled);
+      if (this.leases.get(leaseKey(lease.threadId, lease.turnId)) === lease) this.leases.delete(leaseKey(lease.threadId, lease.turnId));
+    }
+  }
+
+  async stop(): Promise<void> {
+    this.subscription?.unsubscribe();
+    this.unsubscribe?.();
+    clearInterval(this.ticker);
+    await this.inflight.settled();
+  }
+}
+
+function ignoreSettled(error: unknown): void {
+  // Settled, answered or moved on meanwhile: exactly what we waited for.
+  if (error instanceof TurnloomError && ['illegal_transition', 'conflict', 'not_found', 'unavailable'].includes(error.code)) return;
+  console.error('turnloom workers:', error);
+}

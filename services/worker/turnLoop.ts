@@ -1,0 +1,317 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { ThreadWatch } from '../../client/threadWatch.ts';
+import {
+  type DomainEvent,
+  type PartView,
+  type ProviderAdapter,
+  ProviderError,
+  type ProviderErrorInfo,
+  type ProviderRequest,
+  type ThreadView,
+  type ToolCall,
+  type ToolExecutor,
+  type TurnView,
+  TurnloomError,
+} from '../../domain/index.ts';
+import {
+  type StepAnswer,
+  approvalIdFor,
+  closeFailedStep,
+  closeToolStep,
+  completeTurn,
+  cutToolOutput,
+  endWithoutTools,
+  failureActivity,
+  retryActivity,
+  toolOutcomeEvent,
+} from '../engine/turnRules.ts';
+import { deriveMessages, requestDigest, systemPrompt } from '../runtime/deriveRequest.ts';
+import { type RetryPolicy, retryDelay } from '../runtime/retryPolicy.ts';
+import { type LiveDelta, StepIngestion } from '../runtime/stepIngestion.ts';
+import type { Outbox } from './outbox.ts';
+
+export interface TurnLoopOptions {
+  /** A stream silent this long counts as a dropped connection. */
+  idleTimeoutMs: number;
+  maxSteps: number;
+  /** A tool's output longer than this is cut (the model and the log get a note saying how much). */
+  maxToolOutputChars: number;
+  /**
+   * Whether the tools a step asks for are run (and the turn goes on). `false`,
+   * or `false` for a given step: they are recorded but not run, and the turn
+   * ends with that answer (a plan-only run, or the end of a recording).
+   */
+  runTools: boolean | ((step: number) => boolean);
+  retry: RetryPolicy;
+  flushMs: number;
+  maxBufferChars: number;
+  random: () => number;
+  /**
+   * Sees (and may replace) each request before it is sent, like a middleware.
+   * Whatever it returns is checked against the log: it may change the model,
+   * tools or system prompt, never the conversation.
+   */
+  interceptRequest?: (request: ProviderRequest) => ProviderRequest;
+}
+
+/** Why a turn's work stopped before it ended by itself. */
+export type StopReason = { kind: 'interrupt'; reason: string } | { kind: 'leaseLost' } | { kind: 'shutdown'; reason: string } | { kind: 'engineAway'; reason: string };
+
+/** One turn, as the worker that holds it runs it. */
+export interface TurnWork {
+  threadId: string;
+  turnId: string;
+  /** The worker's own fold of the thread (all turns loaded), kept by the engine's events. */
+  fold: ThreadWatch;
+  outbox: Outbox;
+  adapter: ProviderAdapter | undefined;
+  live: (delta: LiveDelta) => void;
+  /** Aborted with a `StopReason`. */
+  signal: AbortSignal;
+  options: TurnLoopOptions;
+}
+
+const noTools: ToolExecutor = {
+  specs: () => [],
+  needsApproval: () => false,
+  execute: async (call) => ({ output: `no tool named ${call.name} is available`, isError: true }),
+};
+
+class StepFailed extends Error {
+  readonly info: ProviderErrorInfo;
+  constructor(info: ProviderErrorInfo) {
+    super(info.message);
+    this.info = info;
+  }
+}
+
+type Decision = 'granted' | 'denied' | 'expired' | 'cancelled';
+
+const decisions: Record<string, Decision> = { approved: 'granted', denied: 'denied', expired: 'expired', cancelled: 'cancelled' };
+
+/**
+ * Runs a turn the worker holds: derives each model call from its fold of
+ * the durable log, streams it through step ingestion, runs the tools in
+ * order (behind approvals), and writes everything through its outbox, where
+ * the engine's machines accept or refuse it. A resumed turn (its previous
+ * worker was lost) continues with a new step. Every path ends the turn, or
+ * leaves it to the engine: a lost lease writes nothing more.
+ */
+export async function runTurn(work: TurnWork): Promise<void> {
+  const { turnId, outbox, signal, options } = work;
+  const view = () => work.fold.context.view!;
+  const turn = (): TurnView => view().turns[turnId]!;
+  const settle = (outcome: Parameters<Outbox['settle']>[0]) => outbox.settle(outcome).catch(ignoreSettled);
+
+  if (turn().state.startsWith('interrupting')) {
+    await settle({ kind: 'interrupted', cause: 'provider', reason: turn().interrupt?.reason ?? 'interrupted before it started' });
+    return;
+  }
+  try {
+    const adapter = work.adapter;
+    if (!adapter) throw new TurnloomError('unavailable', `no provider "${turn().provider.name}" is configured on this worker`);
+    if (turn().state === 'requested') await open(work, adapter);
+    const tools = adapter.tools ?? noTools;
+    let attempt = 1;
+    let answered = turn().steps.filter((step) => step.outcome === 'toolCalls').length;
+    for (let step = turn().steps.length + 1; ; step++) {
+      if (signal.aborted) throw signal.reason;
+      await reachWritten(work);
+      const derived: ProviderRequest = { model: turn().provider.model, system: systemPrompt(view()), messages: deriveMessages(view()), tools: tools.specs() };
+      const request = options.interceptRequest?.(derived) ?? derived;
+      // The engine checks the digest against its own log before anything is sent.
+      await outbox.record([{ type: 'step.started', turnId, step, digest: requestDigest(request.messages) }]);
+      const ingestion = new StepIngestion({ turnId, step, live: work.live, flushMs: options.flushMs, maxBufferChars: options.maxBufferChars });
+      try {
+        await streamStep(work, adapter, request, ingestion);
+      } catch (error) {
+        if (signal.aborted || !(error instanceof StepFailed)) throw error;
+        await reachWritten(work);
+        const attemptParts = turn().messages[1].parts.filter((part) => ingestion.partIds().includes(part.id));
+        outbox.push(closeFailedStep(turnId, step, ingestion.usage, error.info, attemptParts));
+        const delay = retryDelay(error.info, attempt, options.retry, options.random);
+        if (delay === null) throw error;
+        outbox.push([retryActivity(turnId, error.info, attempt, options.retry.maxAttempts, delay)]);
+        attempt += 1;
+        await sleep(delay, undefined, { signal }).catch(() => Promise.reject(signal.reason));
+        continue;
+      }
+      attempt = 1;
+      const answer: StepAnswer = { step, usage: ingestion.usage, stopReason: ingestion.stopReason, rawReason: ingestion.rawReason, toolCalls: ingestion.toolCalls };
+      if (answer.toolCalls.length === 0) {
+        await outbox.record(completeTurn(turnId, answer));
+        return;
+      }
+      if (!(typeof options.runTools === 'function' ? options.runTools(step) : options.runTools)) {
+        await reachWritten(work);
+        await outbox.record(endWithoutTools(turnId, answer, turn().messages[1].parts));
+        return;
+      }
+      outbox.push([{ type: 'tools.started', turnId, step, toolCallIds: answer.toolCalls.map((call) => call.callId) }]);
+      for (const call of answer.toolCalls) {
+        await runTool(work, call, tools);
+        if (signal.aborted) throw signal.reason;
+      }
+      await outbox.record([closeToolStep(turnId, answer)]);
+      if (++answered >= options.maxSteps) throw new TurnloomError('unavailable', `the turn reached its limit of ${options.maxSteps} model calls`);
+    }
+  } catch (error) {
+    if (signal.aborted) {
+      const stop = signal.reason as StopReason;
+      // The engine took the turn away: it closed what was open, and anything more would be fenced.
+      if (stop.kind === 'leaseLost') return;
+      if (stop.kind === 'engineAway') {
+        await settle({ kind: 'failed', error: stop.reason });
+        return;
+      }
+      await settle({ kind: 'interrupted', cause: 'provider', reason: turn().interrupt?.reason ?? stop.reason });
+      return;
+    }
+    if (error instanceof TurnloomError && error.code === 'fenced') return;
+    if (!(error instanceof StepFailed) && !(error instanceof TurnloomError)) console.error(`turnloom worker: turn ${turnId} failed`, error);
+    const failure = error instanceof StepFailed ? { provider: error.info } : (error as Error);
+    await outbox.record([failureActivity(turnId, failure)]).catch(() => undefined);
+    await settle({ kind: 'failed', error: error instanceof StepFailed ? `${error.info.kind}: ${error.info.message}` : (error as Error).message });
+  }
+}
+
+/** A turn nobody started yet: the provider session comes up if it must, and the turn starts. */
+async function open(work: TurnWork, adapter: ProviderAdapter): Promise<void> {
+  const opening: DomainEvent[] = [];
+  if (work.fold.context.view!.session.state === 'starting') {
+    try {
+      opening.push({ type: 'session.started', providerSessionId: (await adapter.startSession?.())?.providerSessionId ?? null });
+    } catch (error) {
+      await work.outbox.record([{ type: 'session.failed', reason: (error as Error).message }]);
+      throw error;
+    }
+  }
+  await work.outbox.record([...opening, { type: 'turn.started', turnId: work.turnId }]);
+}
+
+/** Waits until everything written so far is durable and back in the fold, so what is read next is what the log says. */
+async function reachWritten(work: TurnWork): Promise<void> {
+  await work.outbox.flushed();
+  await work.fold.reach(work.outbox.lastSeq);
+}
+
+/** One model call: canonical events in, domain events written as they become due; a silent stream is a dropped connection. */
+async function streamStep(work: TurnWork, adapter: ProviderAdapter, request: ProviderRequest, ingestion: StepIngestion): Promise<void> {
+  const { signal, options, outbox } = work;
+  const call = new AbortController();
+  const onAbort = () => call.abort(signal.reason);
+  signal.addEventListener('abort', onAbort, { once: true });
+  let idle = false;
+  let timer = setTimeout(() => ((idle = true), call.abort()), options.idleTimeoutMs);
+  // Deltas still buffered when the stream goes quiet are written by the clock.
+  const ticker = setInterval(() => outbox.push(ingestion.take()), options.flushMs);
+  try {
+    for await (const event of abortable(adapter.stream(request, call.signal), call.signal)) {
+      clearTimeout(timer);
+      timer = setTimeout(() => ((idle = true), call.abort()), options.idleTimeoutMs);
+      if (event.type === 'turn.failed') throw new StepFailed(event.error);
+      ingestion.accept(event);
+      outbox.push(ingestion.take());
+      if (outbox.failure) throw outbox.failure;
+    }
+    if (ingestion.stopReason === null) throw new StepFailed({ kind: 'connection', message: 'the stream ended before the answer completed', status: null, retryAfterMs: null });
+    ingestion.closeUnfinished();
+    await work.outbox.record(ingestion.drain());
+  } catch (error) {
+    if (signal.aborted) throw error;
+    if (idle) throw new StepFailed({ kind: 'connection', message: `no data for ${options.idleTimeoutMs} ms`, status: null, retryAfterMs: null });
+    if (error instanceof ProviderError) throw new StepFailed(error.info);
+    throw error;
+  } finally {
+    clearTimeout(timer);
+    clearInterval(ticker);
+    signal.removeEventListener('abort', onAbort);
+    // On a failure or an interrupt, whatever arrived is still kept, as far as it can be.
+    outbox.push(ingestion.drain());
+  }
+}
+
+/** The part of the open turn that holds this tool call, as the fold has it now. */
+const partOf = (work: TurnWork, call: ToolCall): PartView | undefined =>
+  work.fold.context.view!.turns[work.turnId]!.messages[1].parts.find((candidate) => candidate.tool?.callId === call.callId);
+
+async function runTool(work: TurnWork, call: ToolCall, tools: ToolExecutor): Promise<void> {
+  const { turnId, signal, options } = work;
+  await reachWritten(work);
+  const part = partOf(work, call);
+  if (!part || part.state !== 'running.tool.inputReady') return; // refused earlier; its diagnostic says why
+  const partId = part.id;
+  const executing: DomainEvent = { type: 'tool.executing', turnId, partId, toolCallId: call.callId };
+  if (tools.needsApproval(call)) {
+    const approvalId = approvalIdFor(partId);
+    await work.outbox.record([{ type: 'approval.requested', turnId, approvalId, partId, toolCallId: call.callId, toolName: call.name, input: call.input }]);
+    await reachWritten(work);
+    // Refused by the machines (the turn is being stopped): nobody will answer, so nothing runs.
+    if (!work.fold.context.view!.turns[turnId]!.approvals.some((approval) => approval.id === approvalId)) return;
+    const decision = await decided(work, approvalId);
+    // Acting on the decision is consuming it, a refusal included: the second confirmation.
+    if (decision === 'denied') await work.outbox.record([{ type: 'approval.consumed', turnId, approvalId }]);
+    if (decision !== 'granted') return;
+    await work.outbox.record([{ type: 'approval.consumed', turnId, approvalId }, executing]);
+  } else {
+    await work.outbox.record([executing]);
+  }
+  // The machines refuse a start after an interrupt; only a tool recorded as running may run.
+  await reachWritten(work);
+  if (partOf(work, call)?.state !== 'running.tool.executing') return;
+  const result = await untilAborted(tools.execute(call, signal), signal);
+  await work.outbox.record([toolOutcomeEvent(turnId, partId, call, cutToolOutput(result.output, options.maxToolOutputChars), result.isError)]);
+}
+
+/** The decision on an approval, whichever client made it, as soon as the fold has it. */
+function decided(work: TurnWork, approvalId: string): Promise<Decision> {
+  const stateOf = (view: ThreadView | null) => view?.turns[work.turnId]?.approvals.find((approval) => approval.id === approvalId)?.state;
+  return new Promise<Decision>((resolve, reject) => {
+    const check = () => {
+      const decision = decisions[stateOf(work.fold.context.view) ?? ''];
+      if (decision) finish(() => resolve(decision));
+    };
+    const onAbort = () => finish(() => reject(work.signal.reason));
+    const subscription = work.fold.store.subscribe(check);
+    work.signal.addEventListener('abort', onAbort, { once: true });
+    function finish(outcome: () => void) {
+      subscription.unsubscribe();
+      work.signal.removeEventListener('abort', onAbort);
+      outcome();
+    }
+    if (work.signal.aborted) onAbort();
+    else check();
+  });
+}
+
+/** Settles with the promise, or rejects as soon as the signal aborts: a tool or provider that ignores the signal cannot hold a turn. */
+function untilAborted<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason);
+    // The raced promise is always observed, also when the signal wins: its late rejection is not a crash.
+    promise.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
+    if (signal.aborted) onAbort();
+    else signal.addEventListener('abort', onAbort, { once: true });
+  });
+}
+
+async function* abortable<T>(iterable: AsyncIterable<T>, signal: AbortSignal): AsyncIterable<T> {
+  const iterator = iterable[Symbol.asyncIterator]();
+  try {
+    for (;;) {
+      const next = await untilAborted(iterator.next(), signal);
+      if (next.done) return;
+      yield next.value;
+    }
+  } finally {
+    // Ask the provider to stop, without waiting for one that will not.
+    void iterator.return?.()?.catch(() => undefined);
+  }
+}
+
+function ignoreSettled(error: unknown): null {
+  // Someone settled it first (the engine's deadline, a lost lease): that is the outcome we wanted.
+  if (error instanceof TurnloomError && ['illegal_transition', 'fenced'].includes(error.code)) return null;
+  console.error('turnloom worker:', error);
+  return null;
+}

@@ -1,0 +1,232 @@
+import { createHash, randomBytes, randomUUID } from 'node:crypto';
+import { hostname } from 'node:os';
+import { z } from 'zod';
+import { JSON_TYPE, MSGPACK, type Subjects, decode, encode, subjects as subjectsFor } from '../../bus/index.ts';
+import { ThreadWatch } from '../../client/threadWatch.ts';
+import { type Bus, type BusSubscription, DEFAULT_ENVIRONMENT, type ProviderAdapter, type ProviderChoice, TurnloomError } from '../../domain/index.ts';
+import type { HelloAnswer } from '../dispatch/workerProtocol.ts';
+import { defaultRetryPolicy } from '../runtime/retryPolicy.ts';
+import { LeasedThread } from './leasedThread.ts';
+import { Outbox, type OutboxBounds } from './outbox.ts';
+import { type StopReason, type TurnLoopOptions, runTurn } from './turnLoop.ts';
+import { WorkerLink, isTransient } from './workerLink.ts';
+
+export interface WorkerOptions {
+  bus: Bus;
+  prefix?: string;
+  workerId?: string;
+  /** The environment it serves (default `default`): it takes the turns of threads that name it. */
+  environment?: string;
+  /** The folder it works in, shown by `worker.list`. */
+  workspace?: string | null;
+  /** The adapter for a turn's provider choice; `undefined` fails the turn with a clear error. */
+  adapterFor: (choice: ProviderChoice) => ProviderAdapter | undefined;
+  /** Turns it runs at once (default 64: a turn mostly waits on its provider). */
+  concurrency?: number;
+  loop?: Partial<Omit<TurnLoopOptions, 'retry'>> & { retry?: Partial<TurnLoopOptions['retry']> };
+  /** How much may pile up while the engine is away before a turn gives up (default 10,000 events, 16 MiB). */
+  outbox?: Partial<OutboxBounds>;
+  /** How long to keep trying to deliver a turn's last writes when stopping with the engine away (default 5 s). */
+  stopGraceMs?: number;
+}
+
+interface Run {
+  threadId: string;
+  turnId: string;
+  token: number | null;
+  controller: AbortController;
+  done: Promise<void>;
+}
+
+const offerSchema = z.object({ threadId: z.string().min(1).max(128), turnId: z.string().min(1).max(128) }).strict();
+const runKey = (threadId: string, turnId: string) => `${threadId}/${turnId}`;
+
+/**
+ * A worker: it reaches the engine only through the bus. It says hello on a
+ * heartbeat (which renews its leases), takes the turns offered to its
+ * environment while it has room, keeps its own fold of each thread it holds
+ * and derives every model call from it, and writes what it produces under
+ * the turn's lease. Interrupts, approval decisions and a lost lease reach it
+ * as events in that fold. It holds no state between steps that the log
+ * does not: another worker can take a turn over from the log alone.
+ */
+export class Worker {
+  readonly workerId: string;
+  readonly environment: string;
+  private readonly bus: Bus;
+  private readonly subjects: Subjects;
+  private readonly link: WorkerLink;
+  private readonly runs = new Map<string, Run>();
+  private readonly closing = new AbortController();
+  private readonly loop: TurnLoopOptions;
+  private readonly bounds: OutboxBounds;
+  private heartbeatMs = 2_000;
+  private heartbeat: NodeJS.Timeout | undefined;
+  private offers: BusSubscription | undefined;
+  private stopping = false;
+
+  constructor(private readonly options: WorkerOptions) {
+    this.bus = options.bus;
+    this.subjects = subjectsFor(options.prefix);
+    this.link = new WorkerLink(this.bus, this.subjects);
+    this.workerId = options.workerId ?? `w-${randomUUID().slice(0, 8)}`;
+    this.environment = options.environment ?? DEFAULT_ENVIRONMENT;
+    const { retry, ...loop } = options.loop ?? {};
+    this.loop = {
+      idleTimeoutMs: 60_000,
+      maxSteps: 50,
+      maxToolOutputChars: 100_000,
+      runTools: true,
+      flushMs: 50,
+      maxBufferChars: 24_000,
+      random: Math.random,
+      ...loop,
+      retry: { ...defaultRetryPolicy, ...retry },
+    };
+    this.bounds = { maxEvents: 10_000, maxBytes: 16 * 1024 * 1024, ...options.outbox };
+  }
+
+  /** Starts listening for offers and saying hello; an engine that is not there yet is waited for. */
+  async start(): Promise<this> {
+    this.offers = this.bus.subscribe(this.subjects.offers(this.environment), (message) => {
+      let offer: z.output<typeof offerSchema>;
+      try {
+        offer = offerSchema.parse(decode(message.data, JSON_TYPE));
+      } catch {
+        return; // not an offer this worker can read: nothing to take
+      }
+      this.take(offer.threadId, offer.turnId);
+    });
+    await this.bus.flush();
+    await this.beat();
+    return this;
+  }
+
+  get runningTurns(): number {
+    return this.runs.size;
+  }
+
+  /** One heartbeat: who this worker is and what it runs; the answer says which leases it still holds. */
+  private async beat(): Promise<void> {
+    clearTimeout(this.heartbeat);
+    if (this.stopping) return;
+    const running = [...this.runs.values()].flatMap(({ threadId, turnId, token }) => (token === null ? [] : [{ threadId, turnId, token }]));
+    try {
+      const answer = await this.link.call<HelloAnswer>('hello', {
+        workerId: this.workerId,
+        environment: this.environment,
+        workspace: this.options.workspace ?? null,
+        host: hostname(),
+        pid: process.pid,
+        capacity: this.capacity,
+        running,
+      });
+      this.heartbeatMs = answer.heartbeatMs;
+      for (const lease of answer.leases) {
+        const run = this.runs.get(runKey(lease.threadId, lease.turnId));
+        if (!lease.held && run?.token === lease.token) run.controller.abort({ kind: 'leaseLost' } satisfies StopReason);
+      }
+    } catch (error) {
+      // The engine is away (restarting, or NATS is): keep working, keep saying hello.
+      if (!isTransient(error)) console.error(`turnloom worker ${this.workerId}: hello refused`, error);
+    } finally {
+      if (!this.stopping) {
+        this.heartbeat = setTimeout(() => void this.beat(), this.heartbeatMs);
+        this.heartbeat.unref();
+      }
+    }
+  }
+
+  private get capacity(): number {
+    return this.options.concurrency ?? 64;
+  }
+
+  /** Claims an offered turn if there is room; losing the race to another worker is fine. */
+  private take(threadId: string, turnId: string): void {
+    const key = runKey(threadId, turnId);
+    if (this.stopping || this.runs.has(key) || this.runs.size >= this.capacity) return;
+    const run: Run = { threadId, turnId, token: null, controller: new AbortController(), done: Promise.resolve() };
+    run.done = this.run(run).finally(() => this.runs.delete(key));
+    this.runs.set(key, run);
+  }
+
+  private async run(run: Run): Promise<void> {
+    const { threadId, turnId } = run;
+    const secret = randomBytes(32).toString('hex');
+    try {
+      const { token } = await this.link.call<{ token: number }>('claim', {
+        workerId: this.workerId,
+        threadId,
+        turnId,
+        claimId: randomUUID(),
+        keyHash: createHash('sha256').update(secret).digest('hex'),
+      });
+      run.token = token;
+    } catch (error) {
+      // Another worker won, or the turn moved on: exactly what an offer to many may end in.
+      if (!(error instanceof TurnloomError) || !['conflict', 'illegal_transition', 'not_found'].includes(error.code)) console.error(`turnloom worker ${this.workerId}: claim of ${turnId} failed`, error);
+      return;
+    }
+    const proof = { workerId: this.workerId, threadId, turnId, token: run.token, key: secret };
+    const outbox = new Outbox(this.link, proof, this.bounds, this.closing.signal);
+    const fold = new ThreadWatch(new LeasedThread(this.bus, this.subjects, this.link, proof), threadId, { pollMs: 2_000 });
+    const signal = run.controller.signal;
+    const stop = (reason: StopReason) => {
+      if (!signal.aborted) run.controller.abort(reason);
+    };
+    let unwatch = () => {};
+    const guard = setInterval(() => {
+      if (outbox.overloaded) {
+        const { events, bytes } = outbox.backlog;
+        stop({ kind: 'engineAway', reason: `the engine was unreachable while ${events} events (${bytes} bytes) piled up; the turn stopped rather than hold more` });
+      }
+    }, 250);
+    try {
+      await fold.start();
+      while ((await fold.loadOlderTurns()) > 0);
+      const follow = () => {
+        const turn = fold.context.view?.turns[turnId];
+        if (!turn || turn.lease?.token !== run.token) stop({ kind: 'leaseLost' });
+        else if (turn.interrupt) stop({ kind: 'interrupt', reason: turn.interrupt.reason });
+      };
+      const subscription = fold.store.subscribe(follow);
+      unwatch = () => subscription.unsubscribe();
+      follow();
+      await runTurn({
+        threadId,
+        turnId,
+        fold,
+        outbox,
+        adapter: this.options.adapterFor(fold.context.view!.turns[turnId]!.provider),
+        live: (delta) => {
+          try {
+            this.bus.publish(this.subjects.live(threadId), encode(delta, MSGPACK), { headers: { 'content-type': MSGPACK } });
+          } catch {
+            // Live deltas are best effort; the durable ones are in the log.
+          }
+        },
+        signal,
+        options: this.loop,
+      });
+      await outbox.flushed().catch(() => undefined);
+    } catch (error) {
+      if (!(error instanceof TurnloomError && (error.code === 'fenced' || error.code === 'not_found'))) console.error(`turnloom worker ${this.workerId}: turn ${turnId} stopped`, error);
+    } finally {
+      clearInterval(guard);
+      unwatch();
+      fold.close();
+    }
+  }
+
+  /** Stops taking turns; the ones running are interrupted and settled before this resolves (a grace period if the engine is away). */
+  async stop(): Promise<void> {
+    this.stopping = true;
+    clearTimeout(this.heartbeat);
+    this.offers?.unsubscribe();
+    for (const run of this.runs.values()) run.controller.abort({ kind: 'shutdown', reason: 'the worker is shutting down' } satisfies StopReason);
+    const grace = setTimeout(() => this.closing.abort(), this.options.stopGraceMs ?? 5_000);
+    await Promise.allSettled([...this.runs.values()].map((run) => run.done));
+    clearTimeout(grace);
+    this.closing.abort();
+  }
+}

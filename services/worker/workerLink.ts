@@ -1,0 +1,40 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { MSGPACK, type Subjects, decode, encode } from '../../bus/index.ts';
+import { type Bus, type ErrorBody, TurnloomError } from '../../domain/index.ts';
+import type { WorkerMethod } from '../dispatch/workerProtocol.ts';
+
+/** Answers that say "not now" (the engine is away, restarting, or the bus is reconnecting), as opposed to "no". */
+export const isTransient = (error: unknown): boolean => error instanceof TurnloomError && error.code === 'unavailable';
+
+/**
+ * A worker's line to the engine: request/reply on `<p>.v1.worker.<method>`,
+ * msgpack, every answer `{ result }` or a typed error. `persist` keeps asking
+ * through an engine restart or a NATS outage, backing off, until the engine
+ * answers (yes or no) or the signal stops it.
+ */
+export class WorkerLink {
+  constructor(
+    private readonly bus: Bus,
+    private readonly subjects: Subjects,
+    private readonly timeoutMs = 10_000,
+  ) {}
+
+  async call<T>(method: WorkerMethod, body: object): Promise<T> {
+    const reply = await this.bus.request(this.subjects.worker(method), encode(body, MSGPACK), { headers: { 'content-type': MSGPACK }, timeoutMs: this.timeoutMs });
+    const answer = decode(reply.data, reply.headers['content-type'] === 'application/json' ? 'application/json' : MSGPACK) as { result: T } | { error: ErrorBody };
+    if ('error' in answer) throw TurnloomError.fromJSON(answer.error);
+    return answer.result;
+  }
+
+  async persist<T>(method: WorkerMethod, body: object, signal: AbortSignal): Promise<T> {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await this.call<T>(method, body);
+      } catch (error) {
+        if (!isTransient(error) || signal.aborted) throw error;
+        await sleep(Math.min(2_000, 50 * 2 ** attempt), undefined, { signal }).catch(() => undefined);
+        if (signal.aborted) throw error;
+      }
+    }
+  }
+}
