@@ -10,6 +10,7 @@ const packageRoot = fileURLToPath(new URL('..', import.meta.url));
 const commands = {
   demo: () => import('./demoCommand.ts').then((module) => ({ run: module.demoCommand, usage: module.demoUsage })),
   serve: () => import('./serveCommand.ts').then((module) => ({ run: module.serveCommand, usage: module.serveUsage })),
+  worker: () => import('./workerCommand.ts').then((module) => ({ run: module.workerCommand, usage: module.workerUsage })),
   replay: () => import('./replayCommand.ts').then((module) => ({ run: module.replayCommand, usage: module.replayUsage })),
 };
 
@@ -19,7 +20,8 @@ async function usage(): Promise<string> {
 
 commands:
   demo               one turn end to end on the embedded defaults (see below)
-  serve              run the engine and its headless API (see below)
+  serve              run the engine and its headless API, with a local worker (see below)
+  worker             run turns for an engine elsewhere, over NATS (see below)
   replay FILE        run a recorded provider stream through the real SDK and the engine (see below)
   charts [--check]   write docs/charts/*.mmd|json and the generated doc sections;
                      --check exits 1 when any of them is stale
@@ -48,6 +50,7 @@ async function main(argv: string[]): Promise<number> {
     }
     case 'demo':
     case 'serve':
+    case 'worker':
     case 'replay':
       return (await commands[command]()).run(rest);
     case undefined:
@@ -57,7 +60,7 @@ async function main(argv: string[]): Promise<number> {
       console.log(await usage());
       return 0;
     default:
-      throw new UsageError(`unknown command "${command}"; the commands are demo, serve, replay and charts (turnloom --help)`);
+      throw new UsageError(`unknown command "${command}"; the commands are demo, serve, worker, replay and charts (turnloom --help)`);
   }
 }
 

@@ -1,5 +1,5 @@
 import { type ConnectionOptions, credsAuthenticator } from '@nats-io/transport-node';
-import { NatsBus } from '../bus/index.ts';
+import { NatsBus, subjects } from '../bus/index.ts';
 import { TurnloomError } from '../domain/index.ts';
 import { UsageError, readUserFile } from './cliErrors.ts';
 import { redact, registerSecret } from './redact.ts';
@@ -155,4 +155,33 @@ export async function connectNats(settings: NatsSettings, name: string): Promise
   } catch (error) {
     throw new TurnloomError('unavailable', `cannot connect to NATS at ${settings.display}: ${describeConnectError(error)}`);
   }
+}
+
+/** Flags that would put a secret on the command line, where every user sees it in `ps`. */
+const refusedFlags: Record<string, string> = {
+  '--nats-pass': 'TURNLOOM_NATS_PASS (with --nats-user USER or TURNLOOM_NATS_USER)',
+  '--nats-token': 'TURNLOOM_NATS_TOKEN',
+};
+
+export function refuseSecretFlags(command: string, args: string[]): void {
+  for (const [index, arg] of args.entries()) {
+    if (arg === '--') return;
+    const flag = arg.split('=')[0]!;
+    const instead = refusedFlags[flag];
+    if (!instead) continue;
+    // Its value is a secret: keep it out of anything printed from here on.
+    registerSecret(arg.includes('=') ? arg.slice(flag.length + 1) : args[index + 1]);
+    throw new UsageError(`${command}: ${flag} is not accepted (other users can read arguments with ps); set ${instead} in the environment instead`);
+  }
+}
+
+/** The subject prefix, checked as the bus checks it, with a one-line error a user can act on. */
+export function checkPrefix(command: string, prefix: string): string {
+  try {
+    subjects(prefix);
+  } catch (error) {
+    if (!(error instanceof TurnloomError)) throw error;
+    throw new UsageError(`${command}: --prefix "${prefix}" is not a subject prefix: use letters, digits, "_" and "-", in tokens separated by dots`);
+  }
+  return prefix;
 }

@@ -1,13 +1,14 @@
 import { resolve } from 'node:path';
 import { type Bus, TurnloomError } from '../domain/index.ts';
-import { InProcessHub, NatsBus, subjects } from '../bus/index.ts';
+import { InProcessHub, NatsBus } from '../bus/index.ts';
 import { type AuthConfig, DEFAULT_MAX_PAYLOAD, authConfigSchema } from '../services/api/index.ts';
 import { type TurnloomServer, VERSION, startTurnloomServer } from '../services/turnloomServer.ts';
 import { UsageError, integerOption, parseOptions, positiveOption, readJsonFile } from './cliErrors.ts';
-import { type NatsSettings, connectNats, natsSettings } from './natsOptions.ts';
+import { type NatsSettings, checkPrefix, connectNats, natsSettings, refuseSecretFlags } from './natsOptions.ts';
 import { openStore } from './openStore.ts';
 import { providersFromEnvironment } from './providerRegistry.ts';
 import { registerSecret } from './redact.ts';
+import { untilSignal } from './untilSignal.ts';
 
 /** The API keeps 4096 bytes of each message for headers, so a payload limit below this leaves no room for `health`. */
 export const MIN_MAX_PAYLOAD = 8_192;
@@ -23,25 +24,9 @@ export const serveUsage = `turnloom serve [options]
   --script FILE       script for the scripted provider (see docs/providers.md)
   --max-payload N     largest request in bytes (default 1048576, or the NATS server's max_payload if smaller;
                       at least ${MIN_MAX_PAYLOAD}, at most the server's max_payload)
-  --approval-timeout S  an approval nobody answers expires after S seconds (default: never)`;
-
-/** Flags that would put a secret on the command line, where every user sees it in `ps`. */
-const refusedFlags: Record<string, string> = {
-  '--nats-pass': 'TURNLOOM_NATS_PASS (with --nats-user USER or TURNLOOM_NATS_USER)',
-  '--nats-token': 'TURNLOOM_NATS_TOKEN',
-};
-
-function refuseSecretFlags(args: string[]): void {
-  for (const [index, arg] of args.entries()) {
-    if (arg === '--') return;
-    const flag = arg.split('=')[0]!;
-    const instead = refusedFlags[flag];
-    if (!instead) continue;
-    // Its value is a secret: keep it out of anything printed from here on.
-    registerSecret(arg.includes('=') ? arg.slice(flag.length + 1) : args[index + 1]);
-    throw new UsageError(`serve: ${flag} is not accepted (other users can read arguments with ps); set ${instead} in the environment instead`);
-  }
-}
+  --approval-timeout S  an approval nobody answers expires after S seconds (default: never)
+  --lease-timeout S   a worker silent this long loses its turns, which resume on another (default 10)
+  --no-worker         run the engine alone: turns wait for workers started with \`turnloom worker\``;
 
 const authFileHint = 'an auth file ({"tokens":{"<token>":{"principal":"alice","scopes":["read"]}}})';
 
@@ -71,7 +56,7 @@ function payloadLimit(requested: number | undefined, bus: Bus): number {
 }
 
 export async function serveCommand(args: string[]): Promise<number> {
-  refuseSecretFlags(args);
+  refuseSecretFlags('serve', args);
   const { values } = parseOptions('serve', {
     args,
     options: {
@@ -85,6 +70,8 @@ export async function serveCommand(args: string[]): Promise<number> {
       script: { type: 'string' },
       'max-payload': { type: 'string' },
       'approval-timeout': { type: 'string' },
+      'no-worker': { type: 'boolean', default: false },
+      'lease-timeout': { type: 'string' },
     },
   });
   if (values.help) {
@@ -95,13 +82,8 @@ export async function serveCommand(args: string[]): Promise<number> {
   // Everything the user gave is checked before anything is opened, so a mistake never leaves a connection behind.
   const maxPayload = integerOption('serve', 'max-payload', values['max-payload'], { min: MIN_MAX_PAYLOAD, unit: 'bytes' });
   const approvalTimeout = positiveOption('serve', 'approval-timeout', values['approval-timeout']);
-  const prefix = values.prefix!;
-  try {
-    subjects(prefix);
-  } catch (error) {
-    if (!(error instanceof TurnloomError)) throw error;
-    throw new UsageError(`serve: --prefix "${prefix}" is not a subject prefix: use letters, digits, "_" and "-", in tokens separated by dots`);
-  }
+  const leaseTimeout = positiveOption('serve', 'lease-timeout', values['lease-timeout']);
+  const prefix = checkPrefix('serve', values.prefix!);
   const auth = values.auth !== undefined ? readAuthFile(values.auth) : null;
   const setup = await providersFromEnvironment(process.env, values.script);
   let nats: NatsSettings | null = null;
@@ -124,10 +106,11 @@ export async function serveCommand(args: string[]): Promise<number> {
       store,
       prefix,
       auth,
-      providers: setup.providers,
+      ...(values['no-worker'] ? {} : { providers: setup.providers, localWorker: { workspace: process.cwd() } }),
       defaultProvider: setup.defaultProvider,
       maxPayloadBytes: limit,
       ...(approvalTimeout ? { approvalTimeoutMs: approvalTimeout * 1_000 } : {}),
+      ...(leaseTimeout ? { workers: { leaseTimeoutMs: leaseTimeout * 1_000 } } : {}),
     });
   } catch (error) {
     await bus?.close().catch(() => {});
@@ -139,24 +122,12 @@ export async function serveCommand(args: string[]): Promise<number> {
     console.log(`turnloom ${VERSION} serving on ${nats ? nats.display : 'the in-process bus (pass --nats URL to serve other processes)'}`);
     console.log(`  API: ${server.subjects.prefix}.v1.api.<method>  events: ${server.subjects.prefix}.v1.evt.<threadId>  live: ${server.subjects.prefix}.v1.live.<threadId>`);
     console.log(`  data: ${dataDir}`);
-    console.log(`  ${setup.summary}`);
+    console.log(`  ${values['no-worker'] ? 'no local worker (--no-worker): turns wait for `turnloom worker` processes' : `local worker ${server.worker!.workerId}; ${setup.summary}`}`);
     console.log(`  auth: ${auth ? `${Object.keys(auth.tokens).length} tokens` : 'open (every caller has every scope)'}`);
     for (const warning of nats?.warnings ?? []) console.warn(`  ${warning}`);
     if (nats && !auth) console.warn('  warning: no --auth file, so anyone who can reach this NATS server can do anything');
 
-    await new Promise<void>((done) => {
-      // Nothing else holds the event loop on the in-process bus: without this, serve would return at once.
-      const keepAlive = setInterval(() => {}, 1 << 30);
-      const shutdown = (signal: string) => {
-        console.log(`${signal}: finishing requests in flight, settling running turns, closing the store…`);
-        process.off('SIGINT', shutdown);
-        process.off('SIGTERM', shutdown);
-        clearInterval(keepAlive);
-        done();
-      };
-      process.on('SIGINT', shutdown);
-      process.on('SIGTERM', shutdown);
-    });
+    await untilSignal('finishing requests in flight, settling running turns, closing the store…');
     await server.stop();
   } finally {
     await bus.close();

@@ -59,7 +59,9 @@ export class WorkerGateway {
     private readonly watches: ThreadWatches,
     options: WorkerGatewayOptions,
   ) {
-    this.options = { leaseTimeoutMs: 10_000, heartbeatMs: 2_000, maxResumes: 2, now: Date.now, ...options };
+    const leaseTimeoutMs = options.leaseTimeoutMs ?? 10_000;
+    // Several heartbeats fit in a lease, so one lost message does not lose it.
+    this.options = { leaseTimeoutMs, heartbeatMs: Math.min(2_000, Math.floor(leaseTimeoutMs / 4)), maxResumes: 2, now: Date.now, ...options };
     this.registry = new WorkerRegistry(this.options.leaseTimeoutMs);
   }
 

@@ -1,0 +1,75 @@
+import { statSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { idPattern } from '../bus/index.ts';
+import { Worker } from '../services/worker/worker.ts';
+import { UsageError, integerOption, parseOptions } from './cliErrors.ts';
+import { checkPrefix, connectNats, natsSettings, refuseSecretFlags } from './natsOptions.ts';
+import { providersFromEnvironment } from './providerRegistry.ts';
+import { untilSignal } from './untilSignal.ts';
+
+export const workerUsage = `turnloom worker --nats URL --workspace DIR [options]   run turns for an engine elsewhere
+  --nats URL          the NATS server the engine serves on (credentials as for serve: --nats-user,
+                      TURNLOOM_NATS_PASS, TURNLOOM_NATS_TOKEN or --nats-creds FILE)
+  --workspace DIR     the folder this worker works in
+  --env NAME          the environment it serves (default default): it runs the turns of threads that name it
+  --id ID             its worker id (default: made up)
+  --prefix P          subject prefix (default turnloom)
+  --script FILE       script for the scripted provider; provider keys come from this worker's environment
+  --concurrency N     turns it runs at once (default 64)`;
+
+/** A worker on its own: the engine is reached only through NATS. */
+export async function workerCommand(args: string[]): Promise<number> {
+  refuseSecretFlags('worker', args);
+  const { values } = parseOptions('worker', {
+    args,
+    options: {
+      help: { type: 'boolean', short: 'h', default: false },
+      nats: { type: 'string' },
+      'nats-user': { type: 'string' },
+      'nats-creds': { type: 'string' },
+      workspace: { type: 'string' },
+      env: { type: 'string', default: 'default' },
+      id: { type: 'string' },
+      prefix: { type: 'string', default: 'turnloom' },
+      script: { type: 'string' },
+      concurrency: { type: 'string' },
+    },
+  });
+  if (values.help) {
+    console.log(workerUsage);
+    return 0;
+  }
+  if (values.nats === undefined) throw new UsageError('worker: --nats URL is required (a worker reaches its engine through NATS); see turnloom worker --help');
+  if (values.workspace === undefined) throw new UsageError('worker: --workspace DIR is required; see turnloom worker --help');
+  const workspace = resolve(values.workspace);
+  if (!statSync(workspace, { throwIfNoEntry: false })?.isDirectory()) throw new UsageError(`worker: --workspace ${workspace} is not a folder`);
+  for (const [option, value] of [['--env', values.env], ['--id', values.id]] as const) {
+    if (value !== undefined && !idPattern.test(value)) throw new UsageError(`worker: ${option} "${value}" must be 1-128 letters, digits, "_" or "-"`);
+  }
+  const prefix = checkPrefix('worker', values.prefix!);
+  const concurrency = integerOption('worker', 'concurrency', values.concurrency, { min: 1, max: 1_000 });
+  const setup = await providersFromEnvironment(process.env, values.script);
+  const nats = natsSettings(values.nats, { user: values['nats-user'], credsFile: values['nats-creds'], env: process.env });
+
+  const bus = await connectNats(nats, `turnloom-worker${values.id ? `-${values.id}` : ''}`);
+  try {
+    const worker = await new Worker({
+      bus,
+      prefix,
+      ...(values.id ? { workerId: values.id } : {}),
+      environment: values.env!,
+      workspace,
+      adapterFor: (choice) => setup.providers[choice.name],
+      ...(concurrency ? { concurrency } : {}),
+    }).start();
+    console.log(`turnloom worker ${worker.workerId} on ${nats.display}, environment ${worker.environment}, workspace ${workspace}`);
+    console.log(`  ${setup.summary}`);
+    for (const warning of nats.warnings) console.warn(`  ${warning}`);
+    await untilSignal('settling running turns…');
+    await worker.stop();
+  } finally {
+    await bus.close();
+  }
+  console.log('stopped');
+  return 0;
+}
