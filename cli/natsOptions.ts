@@ -149,9 +149,9 @@ function describeConnectError(error: unknown): string {
  * `NATS_CONNECT_TIMEOUT_MS` on a host that does not answer. Reconnects
  * forever only after a first successful connect.
  */
-export async function connectNats(settings: NatsSettings, name: string): Promise<NatsBus> {
+export async function connectNats(settings: NatsSettings, name: string, inboxPrefix?: string): Promise<NatsBus> {
   try {
-    return await NatsBus.connect({ servers: settings.servers, name, timeout: NATS_CONNECT_TIMEOUT_MS, waitOnFirstConnect: false, ...settings.auth });
+    return await NatsBus.connect({ servers: settings.servers, name, timeout: NATS_CONNECT_TIMEOUT_MS, waitOnFirstConnect: false, ...settings.auth, ...(inboxPrefix ? { inboxPrefix } : {}) });
   } catch (error) {
     throw new TurnloomError('unavailable', `cannot connect to NATS at ${settings.display}: ${describeConnectError(error)}`);
   }
@@ -182,6 +182,14 @@ export function checkPrefix(command: string, prefix: string): string {
   } catch (error) {
     if (!(error instanceof TurnloomError)) throw error;
     throw new UsageError(`${command}: --prefix "${prefix}" is not a subject prefix: use letters, digits, "_" and "-", in tokens separated by dots`);
+  }
+  return prefix;
+}
+
+/** `--inbox-prefix`: the one a NATS user's permissions let it read, such as `_INBOX_worker`. */
+export function checkInboxPrefix(command: string, prefix: string | undefined): string | undefined {
+  if (prefix !== undefined && !/^_INBOX[A-Za-z0-9_-]*$/.test(prefix)) {
+    throw new UsageError(`${command}: --inbox-prefix "${prefix}" must start with _INBOX and be one subject token (letters, digits, "_", "-")`);
   }
   return prefix;
 }

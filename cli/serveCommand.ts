@@ -4,7 +4,7 @@ import { InProcessHub, NatsBus } from '../bus/index.ts';
 import { type AuthConfig, DEFAULT_MAX_PAYLOAD, authConfigSchema } from '../services/api/index.ts';
 import { type TurnloomServer, VERSION, startTurnloomServer } from '../services/turnloomServer.ts';
 import { UsageError, integerOption, parseOptions, positiveOption, readJsonFile } from './cliErrors.ts';
-import { type NatsSettings, checkPrefix, connectNats, natsSettings, refuseSecretFlags } from './natsOptions.ts';
+import { type NatsSettings, checkInboxPrefix, checkPrefix, connectNats, natsSettings, refuseSecretFlags } from './natsOptions.ts';
 import { openStore } from './openStore.ts';
 import { providersFromEnvironment } from './providerRegistry.ts';
 import { registerSecret } from './redact.ts';
@@ -18,6 +18,7 @@ export const serveUsage = `turnloom serve [options]
   --nats-user USER    NATS user name (or TURNLOOM_NATS_USER); its password comes from TURNLOOM_NATS_PASS, a token
                       from TURNLOOM_NATS_TOKEN, never from the command line, where ps shows it
   --nats-creds FILE   NATS credentials file (user JWT and NKEY seed, as nsc writes it)
+  --inbox-prefix P    the inbox prefix this NATS user may read (e.g. _INBOX_engine; default _INBOX)
   --data DIR          LMDB data folder (default .turnloom/data)
   --prefix P          subject prefix (default turnloom)
   --auth FILE         tokens and scopes as JSON: {"tokens":{"<token>":{"principal":"alice","scopes":["read","operate"]}}}
@@ -64,6 +65,7 @@ export async function serveCommand(args: string[]): Promise<number> {
       nats: { type: 'string' },
       'nats-user': { type: 'string' },
       'nats-creds': { type: 'string' },
+      'inbox-prefix': { type: 'string' },
       data: { type: 'string', default: '.turnloom/data' },
       prefix: { type: 'string', default: 'turnloom' },
       auth: { type: 'string' },
@@ -84,6 +86,7 @@ export async function serveCommand(args: string[]): Promise<number> {
   const approvalTimeout = positiveOption('serve', 'approval-timeout', values['approval-timeout']);
   const leaseTimeout = positiveOption('serve', 'lease-timeout', values['lease-timeout']);
   const prefix = checkPrefix('serve', values.prefix!);
+  const inboxPrefix = checkInboxPrefix('serve', values['inbox-prefix']);
   const auth = values.auth !== undefined ? readAuthFile(values.auth) : null;
   const setup = await providersFromEnvironment(process.env, values.script);
   let nats: NatsSettings | null = null;
@@ -99,7 +102,7 @@ export async function serveCommand(args: string[]): Promise<number> {
   let bus: Bus | undefined;
   let server: TurnloomServer | undefined;
   try {
-    bus = nats ? await connectNats(nats, 'turnloom-engine') : new InProcessHub().connect();
+    bus = nats ? await connectNats(nats, 'turnloom-engine', inboxPrefix) : new InProcessHub().connect();
     const limit = payloadLimit(maxPayload, bus);
     server = await startTurnloomServer({
       bus,

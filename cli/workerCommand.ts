@@ -3,13 +3,14 @@ import { resolve } from 'node:path';
 import { idPattern } from '../bus/index.ts';
 import { Worker } from '../services/worker/worker.ts';
 import { UsageError, integerOption, parseOptions } from './cliErrors.ts';
-import { checkPrefix, connectNats, natsSettings, refuseSecretFlags } from './natsOptions.ts';
+import { checkInboxPrefix, checkPrefix, connectNats, natsSettings, refuseSecretFlags } from './natsOptions.ts';
 import { providersFromEnvironment } from './providerRegistry.ts';
 import { untilSignal } from './untilSignal.ts';
 
 export const workerUsage = `turnloom worker --nats URL --workspace DIR [options]   run turns for an engine elsewhere
   --nats URL          the NATS server the engine serves on (credentials as for serve: --nats-user,
                       TURNLOOM_NATS_PASS, TURNLOOM_NATS_TOKEN or --nats-creds FILE)
+  --inbox-prefix P    the inbox prefix this NATS user may read (e.g. _INBOX_worker; default _INBOX)
   --workspace DIR     the folder this worker works in
   --env NAME          the environment it serves (default default): it runs the turns of threads that name it
   --id ID             its worker id (default: made up)
@@ -27,6 +28,7 @@ export async function workerCommand(args: string[]): Promise<number> {
       nats: { type: 'string' },
       'nats-user': { type: 'string' },
       'nats-creds': { type: 'string' },
+      'inbox-prefix': { type: 'string' },
       workspace: { type: 'string' },
       env: { type: 'string', default: 'default' },
       id: { type: 'string' },
@@ -47,11 +49,12 @@ export async function workerCommand(args: string[]): Promise<number> {
     if (value !== undefined && !idPattern.test(value)) throw new UsageError(`worker: ${option} "${value}" must be 1-128 letters, digits, "_" or "-"`);
   }
   const prefix = checkPrefix('worker', values.prefix!);
+  const inboxPrefix = checkInboxPrefix('worker', values['inbox-prefix']);
   const concurrency = integerOption('worker', 'concurrency', values.concurrency, { min: 1, max: 1_000 });
   const setup = await providersFromEnvironment(process.env, values.script);
   const nats = natsSettings(values.nats, { user: values['nats-user'], credsFile: values['nats-creds'], env: process.env });
 
-  const bus = await connectNats(nats, `turnloom-worker${values.id ? `-${values.id}` : ''}`);
+  const bus = await connectNats(nats, `turnloom-worker${values.id ? `-${values.id}` : ''}`, inboxPrefix);
   try {
     const worker = await new Worker({
       bus,

@@ -5,6 +5,8 @@ import { type Bus, type BusError, TurnloomError } from '../../domain/index.ts';
 import { LmdbStore } from '../../adapters/lmdbStore.ts';
 import { NatsBus } from '../../bus/index.ts';
 import { TurnloomClient } from '../../client/index.ts';
+import { ScriptedProvider } from '../../adapters/providers/scriptedProvider.ts';
+import { Worker } from '../../services/worker/worker.ts';
 import { type TurnloomServer, startTurnloomServer } from '../../services/turnloomServer.ts';
 import { type ApiFixture, openApiFixture } from '../support/apiFixture.ts';
 import { turnEvents } from '../support/engineFixture.ts';
@@ -148,6 +150,17 @@ describe('the shipped NATS permissions (docs/nats/turnloom-permissions.conf) on 
     await Promise.all(buses.map((bus) => bus.close()));
     await nats.dispose();
     dir.remove();
+  });
+
+  it('lets a worker with the worker user run a turn through the worker protocol alone', async () => {
+    const workerBus = await as('worker');
+    const worker = await new Worker({ bus: workerBus, workerId: 'perm-worker', adapterFor: () => new ScriptedProvider({ steps: [[{ text: 'done under permissions' }]] }) }).start();
+    const api = new TurnloomClient(await as('client'));
+    const { threadId } = await api.call('thread.create', { title: 'run by a worker user' });
+    const { turnId } = await api.call('turn.start', { threadId, input: { text: 'go' } });
+    await expect.poll(async () => (await api.call('thread.get', { threadId })).thread.turns[turnId]!.state, { timeout: 10_000 }).toBe('completed');
+    expect((await api.call('thread.get', { threadId })).thread.turns[turnId]!.messages[1].parts[0]!.text).toBe('done under permissions');
+    await worker.stop();
   });
 
   it('gives a client no raw event subjects: it follows a thread through thread.watch, on its own inbox', async () => {

@@ -49,6 +49,21 @@ describe('workers on the in-process bus', () => {
     expect((await api.call('worker.list', {})).workers.map((listed) => [listed.workerId, listed.live])).toEqual([['w1', true]]);
   });
 
+  it('runs a thread’s turns only on workers of its environment; until one is there, the turn waits and thread.get says so', async () => {
+    hub = new InProcessHub();
+    await serve();
+    await worker('cpu', { steps: [[{ text: 'from the default environment' }]] });
+    const api = new TurnloomClient(hub.connect());
+    const { threadId } = await api.call('thread.create', { environment: 'gpu' });
+    const { turnId } = await api.call('turn.start', { threadId, input: { text: 'train it' } });
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    expect((await api.call('thread.get', { threadId })).work).toEqual({ turnId, environment: 'gpu', heldBy: null, liveWorkers: 0 });
+    expect((await turnOf(api, threadId, turnId)).state).toBe('requested');
+    await worker('gpu-1', { steps: [[{ text: 'from the gpu environment' }]] }, { environment: 'gpu' });
+    await expect.poll(async () => (await turnOf(api, threadId, turnId)).state, { timeout: 10_000 }).toBe('completed');
+    expect((await turnOf(api, threadId, turnId)).messages[1].parts[0]!.text).toBe('from the gpu environment');
+  });
+
   it('resumes a turn on another worker when the first is cut off, and fences the first', async () => {
     hub = new InProcessHub();
     await serve();
