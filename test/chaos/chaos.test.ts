@@ -1,0 +1,13 @@
+import { describe, expect, it } from 'vitest';
+import { runChaos } from './chaos.ts';
+
+describe('a short chaos run (npm run chaos runs a longer one)', () => {
+  it('loses, duplicates and strands nothing while workers, the engine and nats-server are killed', async () => {
+    const report = await runChaos({ turns: 6, seconds: 12, seed: 20261130 });
+    console.log(`chaos: ${JSON.stringify(report)}`);
+    expect(report.started).toBe(6);
+    expect(report.kills.worker + report.kills.engine + report.kills.nats).toBeGreaterThan(0);
+    expect(report.completed + report.failed + report.interrupted).toBe(6);
+    expect({ stuck: report.stuck, lost: report.lost, duplicated: report.duplicated }).toEqual({ stuck: 0, lost: 0, duplicated: 0 });
+  }, 300_000);
+});

@@ -1,0 +1,218 @@
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { isDeepStrictEqual } from 'node:util';
+import { NatsBus } from '../../bus/index.ts';
+import { type ThreadWatch, TurnloomClient } from '../../client/index.ts';
+import type { StoredEvent, ThreadView } from '../../domain/index.ts';
+import { rebuildView } from '../../services/engine/projector.ts';
+import { type CliProcess, runCli } from '../support/cliProcess.ts';
+import { startNatsServer } from '../support/natsServer.ts';
+import { tempDir } from '../support/tempDir.ts';
+
+export interface ChaosOptions {
+  turns: number;
+  seconds: number;
+  seed: number;
+  /** Say what happens as it happens. */
+  log?: (line: string) => void;
+}
+
+export interface ChaosReport {
+  turns: number;
+  seconds: number;
+  seed: number;
+  kills: { worker: number; engine: number; nats: number };
+  started: number;
+  completed: number;
+  failed: number;
+  failures: Record<string, number>;
+  interrupted: number;
+  /** Not settled once every process was back and had time to finish. */
+  stuck: number;
+  /** Texts, tool results or events a client never got, or that the log lacks. */
+  lost: number;
+  /** Writes that landed twice in the log, or events a client applied twice. */
+  duplicated: number;
+  /** Turns that lost a worker and were resumed on another. */
+  resumes: number;
+}
+
+const TEXT_A = 'Reading the code before touching anything, one careful chunk at a time. ';
+const TEXT_B = 'The fix is in, and the tests pass again.';
+const SCRIPT = {
+  chunkSize: 8,
+  delayMs: 25,
+  steps: [
+    [{ text: TEXT_A.repeat(3) }, { toolCall: { name: 'run_tests', input: { cmd: 'npm test' }, approval: true, result: 'all green', durationMs: 200 } }],
+    [{ text: TEXT_B }],
+  ],
+};
+const expectedTexts = new Set([TEXT_A.repeat(3), TEXT_B]);
+
+function prng(seed: number) {
+  let state = seed >>> 0 || 1;
+  return () => {
+    state ^= state << 13;
+    state ^= state >>> 17;
+    state ^= state << 5;
+    return (state >>> 0) / 4294967296;
+  };
+}
+
+/** Retries a call through engine restarts and NATS outages, for a bounded time. */
+async function persist<T>(call: () => Promise<T>, ms = 60_000): Promise<T> {
+  for (const deadline = Date.now() + ms; ; ) {
+    try {
+      return await call();
+    } catch (error) {
+      if (Date.now() > deadline || (error as { code?: string }).code !== 'unavailable') throw error;
+      await sleep(200);
+    }
+  }
+}
+
+async function wholeLog(client: TurnloomClient, threadId: string): Promise<StoredEvent[]> {
+  const events: StoredEvent[] = [];
+  for (;;) {
+    const page = await persist(() => client.call('thread.events', { threadId, after: events.at(-1)?.threadSeq ?? 0 }));
+    events.push(...page.events);
+    if (page.events.length === 0 || events.at(-1)!.threadSeq >= page.lastSeq) return events;
+  }
+}
+
+/**
+ * One engine, three workers and a nats-server as separate processes, turns
+ * with tool calls behind approvals (answered by a client), and at random
+ * moments a kill -9 of a worker, of the engine, or a restart of nats-server.
+ * Then everything comes back, and every turn must settle, every client view
+ * must equal the engine's log, and the log must hold each scripted text
+ * exactly once per completed part.
+ */
+export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
+  const log = options.log ?? (() => undefined);
+  const random = prng(options.seed);
+  const dir = tempDir('turnloom-chaos-');
+  const nats = await startNatsServer({ jetstream: false });
+  const prefix = `chaos${options.seed}`;
+  const scriptPath = join(dir.path, 'script.json');
+  writeFileSync(scriptPath, JSON.stringify(SCRIPT));
+  const kills = { worker: 0, engine: 0, nats: 0 };
+  const startEngine = () => runCli(['serve', '--nats', nats.url, '--no-worker', '--prefix', prefix, '--data', join(dir.path, 'data'), '--lease-timeout', '3', '--approval-timeout', '600']);
+  const startWorker = (id: string) => runCli(['worker', '--nats', nats.url, '--workspace', dir.path, '--id', id, '--prefix', prefix, '--script', scriptPath]);
+  let engine: CliProcess = startEngine();
+  const workers = new Map<string, CliProcess>(['w1', 'w2', 'w3'].map((id) => [id, startWorker(id)]));
+  const bus = await NatsBus.connect({ servers: nats.url });
+  const client = new TurnloomClient(bus, { prefix, timeoutMs: 5_000 });
+  const watches: ThreadWatch[] = [];
+  const turns: Array<{ threadId: string; turnId: string }> = [];
+  let stopped = false;
+  try {
+    await engine.waitFor('data:');
+    await Promise.all([...workers.values()].map((worker) => worker.waitFor('environment default')));
+
+    // The client: starts turns over the first half of the run, and answers every approval it sees.
+    const starting = (async () => {
+      for (let index = 0; index < options.turns; index++) {
+        const { threadId } = await persist(() => client.call('thread.create', { commandId: `create-${index}`, title: `chaos ${index}` }));
+        watches.push(await persist(() => client.watchThread(threadId, { pollMs: 1_000 })));
+        const { turnId } = await persist(() => client.call('turn.start', { commandId: `start-${index}`, threadId, input: { text: `task ${index}` } }));
+        turns.push({ threadId, turnId });
+        await sleep((options.seconds * 500) / options.turns);
+      }
+    })();
+    const approving = (async () => {
+      while (!stopped) {
+        try {
+          for (const approval of (await client.call('approval.list', { limit: 1_000 })).approvals) {
+            await client.call('approval.respond', { threadId: approval.threadId, approvalId: approval.id, decision: 'approve', commandId: `approve-${approval.threadId}-${approval.id}` });
+          }
+        } catch {
+          // The engine or NATS is down for a moment: ask again soon.
+        }
+        await sleep(200);
+      }
+    })();
+
+    // The chaos: a kill or a restart every 1.5–4 s, each process back after 0.3–1.5 s.
+    for (const end = Date.now() + options.seconds * 1_000; Date.now() < end; ) {
+      await sleep(1_500 + random() * 2_500);
+      const pick = random();
+      if (pick < 0.5) {
+        const id = [...workers.keys()][Math.floor(random() * workers.size)]!;
+        log(`kill -9 worker ${id}`);
+        kills.worker += 1;
+        await workers.get(id)!.kill('SIGKILL');
+        await sleep(300 + random() * 1_200);
+        workers.set(id, startWorker(id));
+      } else if (pick < 0.8) {
+        log('kill -9 engine');
+        kills.engine += 1;
+        await engine.kill('SIGKILL');
+        await sleep(300 + random() * 1_200);
+        engine = startEngine();
+      } else {
+        log('restart nats-server');
+        kills.nats += 1;
+        await nats.kill();
+        await sleep(300 + random() * 1_200);
+        await nats.start();
+      }
+    }
+    await starting;
+    log('chaos over: every process back; waiting for the turns to settle');
+    await engine.waitFor('data:', 60_000);
+    const settledStates = ['completed', 'failed', 'interrupted'];
+    const stateOf = async ({ threadId, turnId }: { threadId: string; turnId: string }) =>
+      (await persist(() => client.call('thread.get', { threadId }))).thread.turns[turnId]?.state ?? 'absent';
+    for (const deadline = Date.now() + 120_000; Date.now() < deadline; ) {
+      const states = await Promise.all(turns.map(stateOf));
+      if (states.every((state) => settledStates.includes(state))) break;
+      await sleep(500);
+    }
+    stopped = true;
+    await approving;
+
+    const report: ChaosReport = { turns: options.turns, seconds: options.seconds, seed: options.seed, kills, started: turns.length, completed: 0, failed: 0, failures: {}, interrupted: 0, stuck: 0, lost: 0, duplicated: 0, resumes: 0 };
+    for (const [index, { threadId, turnId }] of turns.entries()) {
+      const events = await wholeLog(client, threadId);
+      if (events.some((event, position) => event.threadSeq !== position + 1)) report.lost += 1;
+      const truth: ThreadView = rebuildView(threadId, events);
+      const turn = truth.turns[turnId]!;
+      if (turn.state === 'completed') report.completed += 1;
+      else if (turn.state === 'interrupted') report.interrupted += 1;
+      else if (turn.state === 'failed') {
+        report.failed += 1;
+        const reason = (turn.error ?? 'unknown').replace(/\d+/g, 'N');
+        report.failures[reason] = (report.failures[reason] ?? 0) + 1;
+      } else report.stuck += 1;
+      report.resumes += Math.max(0, turn.leases - 1);
+      // The log holds each finished text exactly once: a longer one was written twice, a shorter one lost a piece.
+      for (const part of turn.messages[1].parts) {
+        if (part.kind !== 'text' || part.state !== 'completed') continue;
+        if (expectedTexts.has(part.text)) continue;
+        if ([...expectedTexts].some((text) => part.text.length > text.length && part.text.includes(text))) report.duplicated += 1;
+        else report.lost += 1;
+      }
+      // Every client's view is the engine's log, folded.
+      const watch = watches[index]!;
+      await watch.reach(truth.seq).catch(() => undefined);
+      await watch.settled();
+      const seen = watch.context.view;
+      const window = seen ? { ...truth, turnIds: seen.turnIds, turns: Object.fromEntries(seen.turnIds.map((id) => [id, truth.turns[id]!])) } : null;
+      if (!seen || !isDeepStrictEqual(seen, window)) {
+        if ((seen?.seq ?? 0) < truth.seq) report.lost += 1;
+        else report.duplicated += 1;
+        log(`thread ${threadId}: the client's view differs from the log (client seq ${seen?.seq}, log ${truth.seq})`);
+      }
+    }
+    return report;
+  } finally {
+    stopped = true;
+    for (const watch of watches) watch.close();
+    await bus.close().catch(() => undefined);
+    await Promise.all([engine, ...workers.values()].map((process) => process.kill('SIGKILL')));
+    await nats.dispose();
+    dir.remove();
+  }
+}
