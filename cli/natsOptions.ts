@@ -193,3 +193,12 @@ export function checkInboxPrefix(command: string, prefix: string | undefined): s
   }
   return prefix;
 }
+
+/** The options every command that connects to NATS takes (secrets never among them: those come from the environment). */
+export const natsArgOptions = {
+  help: { type: 'boolean', short: 'h', default: false },
+  nats: { type: 'string' },
+  'nats-user': { type: 'string' },
+  'nats-creds': { type: 'string' },
+  'inbox-prefix': { type: 'string' },
+} as const;

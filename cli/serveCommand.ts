@@ -4,7 +4,7 @@ import { InProcessHub, NatsBus } from '../bus/index.ts';
 import { type AuthConfig, DEFAULT_MAX_PAYLOAD, authConfigSchema } from '../services/api/index.ts';
 import { type TurnloomServer, VERSION, startTurnloomServer } from '../services/turnloomServer.ts';
 import { UsageError, integerOption, parseOptions, positiveOption, readJsonFile } from './cliErrors.ts';
-import { type NatsSettings, checkInboxPrefix, checkPrefix, connectNats, natsSettings, refuseSecretFlags } from './natsOptions.ts';
+import { type NatsSettings, checkInboxPrefix, checkPrefix, natsArgOptions, connectNats, natsSettings, refuseSecretFlags } from './natsOptions.ts';
 import { openStore } from './openStore.ts';
 import { providersFromEnvironment } from './providerRegistry.ts';
 import { registerSecret } from './redact.ts';
@@ -61,11 +61,7 @@ export async function serveCommand(args: string[]): Promise<number> {
   const { values } = parseOptions('serve', {
     args,
     options: {
-      help: { type: 'boolean', short: 'h', default: false },
-      nats: { type: 'string' },
-      'nats-user': { type: 'string' },
-      'nats-creds': { type: 'string' },
-      'inbox-prefix': { type: 'string' },
+      ...natsArgOptions,
       data: { type: 'string', default: '.turnloom/data' },
       prefix: { type: 'string', default: 'turnloom' },
       auth: { type: 'string' },

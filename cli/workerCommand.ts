@@ -3,7 +3,7 @@ import { resolve } from 'node:path';
 import { idPattern } from '../bus/index.ts';
 import { Worker } from '../services/worker/worker.ts';
 import { UsageError, integerOption, parseOptions } from './cliErrors.ts';
-import { checkInboxPrefix, checkPrefix, connectNats, natsSettings, refuseSecretFlags } from './natsOptions.ts';
+import { checkInboxPrefix, checkPrefix, natsArgOptions, connectNats, natsSettings, refuseSecretFlags } from './natsOptions.ts';
 import { providersFromEnvironment } from './providerRegistry.ts';
 import { untilSignal } from './untilSignal.ts';
 
@@ -24,11 +24,7 @@ export async function workerCommand(args: string[]): Promise<number> {
   const { values } = parseOptions('worker', {
     args,
     options: {
-      help: { type: 'boolean', short: 'h', default: false },
-      nats: { type: 'string' },
-      'nats-user': { type: 'string' },
-      'nats-creds': { type: 'string' },
-      'inbox-prefix': { type: 'string' },
+      ...natsArgOptions,
       workspace: { type: 'string' },
       env: { type: 'string', default: 'default' },
       id: { type: 'string' },

@@ -9,6 +9,7 @@ import { rebuildView } from '../../services/engine/projector.ts';
 import { type CliProcess, runCli } from '../support/cliProcess.ts';
 import { startNatsServer } from '../support/natsServer.ts';
 import { tempDir } from '../support/tempDir.ts';
+import { prng } from '../support/prng.ts';
 
 export interface ChaosOptions {
   turns: number;
@@ -49,16 +50,6 @@ const SCRIPT = {
   ],
 };
 const expectedTexts = new Set([TEXT_A.repeat(3), TEXT_B]);
-
-function prng(seed: number) {
-  let state = seed >>> 0 || 1;
-  return () => {
-    state ^= state << 13;
-    state ^= state >>> 17;
-    state ^= state << 5;
-    return (state >>> 0) / 4294967296;
-  };
-}
 
 /** Retries a call through engine restarts and NATS outages, for a bounded time. */
 async function persist<T>(call: () => Promise<T>, ms = 60_000): Promise<T> {

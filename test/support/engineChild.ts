@@ -9,6 +9,7 @@ import type { Command } from '../../services/engine/commands.ts';
 import type { DomainEvent } from '../../domain/index.ts';
 import { Engine } from '../../services/engine/engine.ts';
 import { turnEvents } from './engineFixture.ts';
+import { prng } from './prng.ts';
 
 const [mode, dir, seedText] = process.argv.slice(2);
 const engine = await Engine.open({ store: LmdbStore.open(dir!) });
@@ -52,17 +53,6 @@ async function repairScenario(): Promise<void> {
     'c6',
   );
   print('READY');
-}
-
-/** A small deterministic PRNG, so a failing run can be replayed from its seed. */
-function prng(seed: number) {
-  let state = seed >>> 0 || 1;
-  return () => {
-    state ^= state << 13;
-    state ^= state >>> 17;
-    state ^= state << 5;
-    return (state >>> 0) / 4294967296;
-  };
 }
 
 async function loop(seed: number): Promise<void> {
