@@ -1,0 +1,37 @@
+import { readFile, writeFile } from 'node:fs/promises';
+import { z } from 'zod';
+import { defineTool } from './toolDefinition.ts';
+import { ToolError } from './toolError.ts';
+
+const input = z
+  .object({
+    path: z.string().min(1).describe('The file to edit, relative to the workspace root.'),
+    oldText: z.string().min(1).describe('The exact text to replace, whitespace included; it must occur once unless replaceAll is set.'),
+    newText: z.string().describe('The text to put in its place.'),
+    replaceAll: z.boolean().optional().describe('Replace every occurrence of oldText.'),
+  })
+  .strict();
+
+function occurrences(text: string, part: string): number {
+  let count = 0;
+  for (let at = text.indexOf(part); at !== -1; at = text.indexOf(part, at + part.length)) count += 1;
+  return count;
+}
+
+export const editTool = defineTool({
+  name: 'edit',
+  description: 'Replace exact text in a file. oldText must match the file exactly and, unless replaceAll is set, occur only once.',
+  kind: 'edit',
+  input,
+  subject: ({ path }, workspace) => workspace.subject(path),
+  async run({ path, oldText, newText, replaceAll = false }, { workspace, signal }) {
+    const file = await workspace.resolve(path);
+    const text = await readFile(file.real, { encoding: 'utf8', signal });
+    const count = occurrences(text, oldText);
+    if (count === 0) throw new ToolError(`oldText not found in ${file.relative}`);
+    if (count > 1 && !replaceAll) throw new ToolError(`oldText occurs ${count} times in ${file.relative}; give more context or set replaceAll`);
+    // split/join, not String.replace: `$&` and friends in newText must stay literal.
+    await writeFile(file.real, text.split(oldText).join(newText), { signal });
+    return `replaced ${count} ${count === 1 ? 'occurrence' : 'occurrences'} in ${file.relative}`;
+  },
+});

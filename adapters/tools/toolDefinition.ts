@@ -1,0 +1,64 @@
+import { z } from 'zod';
+import type { ToolKind, ToolResult, ToolSpec } from '../../domain/index.ts';
+import type { Workspace } from './workspacePath.ts';
+
+export const workspaceToolNames = ['read', 'write', 'edit', 'list', 'glob', 'grep', 'bash'] as const;
+export type WorkspaceToolName = (typeof workspaceToolNames)[number];
+
+/** What a running call may use; limits come from the executor's options. */
+export interface ToolContext {
+  workspace: Workspace;
+  signal: AbortSignal;
+  maxOutputChars: number;
+  maxReadBytes: number;
+  bashTimeoutMs: number;
+  env: NodeJS.ProcessEnv;
+  ripgrep: string | null;
+}
+
+/** A call whose input passed its schema, ready to classify and run; or why the input did not pass. */
+export type PreparedCall =
+  | { ok: true; subject: string; run(context: ToolContext): Promise<string | ToolResult> }
+  | { ok: false; problems: string };
+
+export interface WorkspaceTool {
+  readonly kind: ToolKind;
+  readonly spec: ToolSpec;
+  prepare(input: unknown, workspace: Workspace): PreparedCall;
+}
+
+interface ToolDefinition<Schema extends z.ZodType> {
+  name: WorkspaceToolName;
+  description: string;
+  kind: ToolKind;
+  input: Schema;
+  subject(input: z.output<Schema>, workspace: Workspace): string;
+  /** A string is a successful result; failures throw (a `ToolError` for a message written for the model). */
+  run(input: z.output<Schema>, context: ToolContext): Promise<string | ToolResult>;
+}
+
+/** `oldText: expected string, received undefined; Unrecognized key: "extra"`, for the model to correct itself from. */
+function describeIssues(error: z.ZodError): string {
+  return error.issues
+    .map((issue) => {
+      const message = issue.message.replace(/^Invalid input: /, '');
+      return issue.path.length > 0 ? `${issue.path.join('.')}: ${message}` : message;
+    })
+    .join('; ');
+}
+
+/** A tool whose spec is generated from the schema its input is checked with, so the model is told exactly what is accepted. */
+export function defineTool<Schema extends z.ZodType>(definition: ToolDefinition<Schema>): WorkspaceTool {
+  const inputSchema: Record<string, unknown> = { ...z.toJSONSchema(definition.input) };
+  delete inputSchema.$schema;
+  return {
+    kind: definition.kind,
+    spec: { name: definition.name, description: definition.description, inputSchema },
+    prepare(input, workspace) {
+      const parsed = definition.input.safeParse(input);
+      if (!parsed.success) return { ok: false, problems: describeIssues(parsed.error) };
+      const valid = parsed.data;
+      return { ok: true, subject: definition.subject(valid, workspace), run: (context) => definition.run(valid, context) };
+    },
+  };
+}

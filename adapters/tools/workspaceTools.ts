@@ -1,0 +1,119 @@
+import type { ToolCall, ToolClass, ToolExecutor, ToolResult, ToolSpec } from '../../domain/index.ts';
+import { bashTool } from './bashTool.ts';
+import { capOutput } from './capOutput.ts';
+import { editTool } from './editTool.ts';
+import { globTool } from './globTool.ts';
+import { grepTool } from './grepTool.ts';
+import { listTool } from './listTool.ts';
+import { readTool } from './readTool.ts';
+import { findRipgrep } from './ripgrep.ts';
+import { type ToolContext, type WorkspaceTool, type WorkspaceToolName, workspaceToolNames } from './toolDefinition.ts';
+import { ToolError } from './toolError.ts';
+import { Workspace } from './workspacePath.ts';
+import { writeTool } from './writeTool.ts';
+
+export interface WorkspaceToolsOptions {
+  /** The folder the tools work in; it must exist. */
+  root: string;
+  /** Longer output keeps its start and end, with a note on what was cut. Default 30 000. */
+  maxOutputChars?: number;
+  /** Most of a file `read` takes in one call. Default 256 KiB. */
+  maxReadBytes?: number;
+  /** A command's timeout when the call sets none. Default 2 minutes. */
+  bashTimeoutMs?: number;
+  /** What commands run with, less its secrets. Default `process.env`. */
+  env?: NodeJS.ProcessEnv;
+  /** The `rg` binary; null for the JS grep. Default: `rg` on the PATH, if there. */
+  ripgrep?: string | null;
+}
+
+const tools: Record<WorkspaceToolName, WorkspaceTool> = {
+  read: readTool,
+  write: writeTool,
+  edit: editTool,
+  list: listTool,
+  glob: globTool,
+  grep: grepTool,
+  bash: bashTool,
+};
+
+const toolNamed = (name: string): WorkspaceTool | undefined => (Object.hasOwn(tools, name) ? tools[name as WorkspaceToolName] : undefined);
+
+/** Providers hand over arguments that did not parse as `{ invalidJson: text }`. */
+function unparsedArguments(input: unknown): string | null {
+  if (typeof input !== 'object' || input === null) return null;
+  const keys = Object.keys(input);
+  const text = (input as { invalidJson?: unknown }).invalidJson;
+  return keys.length === 1 && typeof text === 'string' ? text : null;
+}
+
+/** A failure in words the model can act on: file system codes become plain sentences about workspace paths. */
+function describeFailure(error: unknown, workspace: Workspace): string {
+  if (error instanceof ToolError) return error.message;
+  const { code, path: file, message } = (error ?? {}) as NodeJS.ErrnoException;
+  const shown = typeof file === 'string' ? workspace.show(file) : 'the path';
+  switch (code) {
+    case 'ENOENT':
+      return `no such file: ${shown}`;
+    case 'EISDIR':
+      return `${shown} is a directory`;
+    case 'ENOTDIR':
+      return `not a directory: ${shown}`;
+    case 'EACCES':
+    case 'EPERM':
+      return `permission denied: ${shown}`;
+    default:
+      return typeof message === 'string' ? message : String(error);
+  }
+}
+
+/**
+ * The tools a coding agent's model calls on its workspace: read, write and
+ * edit files, list, glob and grep, run bash. Every failure, a bad input
+ * included, comes back as an error result the model can read and correct.
+ */
+export class WorkspaceTools implements ToolExecutor {
+  private readonly workspace: Workspace;
+  private readonly limits: Omit<ToolContext, 'workspace' | 'signal'>;
+
+  constructor(options: WorkspaceToolsOptions) {
+    this.workspace = new Workspace(options.root);
+    const env = options.env ?? process.env;
+    this.limits = {
+      maxOutputChars: Math.max(1, options.maxOutputChars ?? 30_000),
+      maxReadBytes: Math.max(1, options.maxReadBytes ?? 256 * 1024),
+      bashTimeoutMs: options.bashTimeoutMs ?? 120_000,
+      env,
+      ripgrep: options.ripgrep === undefined ? findRipgrep(env.PATH) : options.ripgrep,
+    };
+  }
+
+  specs(): ToolSpec[] {
+    return workspaceToolNames.map((name) => tools[name].spec);
+  }
+
+  classify(call: ToolCall): ToolClass {
+    const tool = toolNamed(call.name);
+    if (tool === undefined) return { kind: 'command', subject: '' };
+    const prepared = tool.prepare(call.input, this.workspace);
+    return { kind: tool.kind, subject: prepared.ok ? prepared.subject : '' };
+  }
+
+  async execute(call: ToolCall, signal: AbortSignal): Promise<ToolResult> {
+    const failed = (output: string): ToolResult => ({ output: capOutput(output, this.limits.maxOutputChars), isError: true });
+    if (signal.aborted) return failed('interrupted');
+    const tool = toolNamed(call.name);
+    if (tool === undefined) return failed(`no tool named ${call.name}; available: ${workspaceToolNames.join(', ')}`);
+    const unparsed = unparsedArguments(call.input);
+    if (unparsed !== null) return failed(`invalid input for ${call.name}: the arguments were not valid JSON: ${unparsed}`);
+    try {
+      const prepared = tool.prepare(call.input, this.workspace);
+      if (!prepared.ok) return failed(`invalid input for ${call.name}: ${prepared.problems}`);
+      const result = await prepared.run({ ...this.limits, workspace: this.workspace, signal });
+      const { output, isError } = typeof result === 'string' ? { output: result, isError: false } : result;
+      return { output: capOutput(output, this.limits.maxOutputChars), isError };
+    } catch (error) {
+      return failed(signal.aborted ? 'interrupted' : describeFailure(error, this.workspace));
+    }
+  }
+}

@@ -1,0 +1,114 @@
+import { existsSync, readFileSync, realpathSync } from 'node:fs';
+import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { TempFolders, run, toolCall, toolsAt } from './toolFixture.ts';
+
+function isGone(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return false;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'ESRCH';
+  }
+}
+
+/** Waits until `check` holds, up to `ms`; the machine is shared, so deadlines are generous. */
+async function eventually(check: () => boolean, ms: number): Promise<boolean> {
+  for (const deadline = Date.now() + ms; Date.now() < deadline; await sleep(25)) if (check()) return true;
+  return check();
+}
+
+describe('bash', () => {
+  const folders = new TempFolders();
+  let root: string;
+  beforeEach(() => {
+    root = folders.make();
+  });
+  afterEach(() => folders.removeAll());
+
+  it('prints stdout and stderr together, then the exit code; non-zero is an error', async () => {
+    const tools = toolsAt(root);
+    expect(await run(tools, 'bash', { command: 'echo out; echo err >&2; echo again' })).toEqual({ output: 'out\nerr\nagain\nexit code 0', isError: false });
+    expect(await run(tools, 'bash', { command: 'printf partial; exit 7' })).toEqual({ output: 'partial\nexit code 7', isError: true });
+    expect(await run(tools, 'bash', { command: 'true' })).toEqual({ output: 'exit code 0', isError: false });
+    expect(await run(tools, 'bash', { command: 'true', timeoutMs: 3_600_000 })).toEqual({ output: 'exit code 0', isError: false });
+  });
+
+  it('runs in the workspace root, with no input', async () => {
+    const tools = toolsAt(root);
+    expect((await run(tools, 'bash', { command: 'pwd -P' })).output).toBe(`${realpathSync(root)}\nexit code 0`);
+    expect(await run(tools, 'bash', { command: 'cat' })).toEqual({ output: 'exit code 0', isError: false });
+    await run(tools, 'bash', { command: 'echo made > made.txt' });
+    expect(readFileSync(path.join(root, 'made.txt'), 'utf8')).toBe('made\n');
+  });
+
+  it('keeps secrets and the runtime settings out of the environment', async () => {
+    const env = { ...process.env, OPENAI_API_KEY: 'sk-secret', ANTHROPIC_BASE_URL: 'http://x', TURNLOOM_DATA: '/data', GITHUB_TOKEN: 'ghp', DB_PASSWORD: 'pw', MY_SECRET_THING: 's', KEEP_ME: 'kept' };
+    const command = 'echo ${OPENAI_API_KEY:-none} ${ANTHROPIC_BASE_URL:-none} ${TURNLOOM_DATA:-none} ${GITHUB_TOKEN:-none} ${DB_PASSWORD:-none} ${MY_SECRET_THING:-none} ${KEEP_ME:-none}';
+    expect((await run(toolsAt(root, { env }), 'bash', { command })).output).toBe('none none none none none none kept\nexit code 0');
+  });
+
+  it('cuts long output keeping its start and end, and always keeps the exit line', async () => {
+    const { output, isError } = await run(toolsAt(root, { maxOutputChars: 1_000 }), 'bash', { command: 'echo START; head -c 200000 /dev/zero | tr "\\0" a; echo; echo END' });
+    expect(isError).toBe(false);
+    expect(output.length).toBeLessThanOrEqual(1_000);
+    expect(output).toMatch(/^START\na+\n\[\.\.\. \d+ characters cut \.\.\.\]\na+\nEND\nexit code 0$/);
+    expect(Number(/\[\.\.\. (\d+) characters cut/.exec(output)?.[1])).toBeGreaterThan(199_000);
+  });
+
+  it('kills a command that runs past its timeout', async () => {
+    const started = Date.now();
+    const { output, isError } = await run(toolsAt(root), 'bash', { command: 'echo starting; sleep 30', timeoutMs: 300 });
+    expect(Date.now() - started).toBeLessThan(10_000);
+    expect(isError).toBe(true);
+    expect(output).toBe('starting\nkilled: timed out after 300 ms');
+  });
+
+  it('escalates to SIGKILL when the command ignores SIGTERM', async () => {
+    const started = Date.now();
+    const { output } = await run(toolsAt(root), 'bash', { command: "trap '' TERM; echo stubborn; sleep 30", timeoutMs: 300 });
+    expect(Date.now() - started).toBeLessThan(10_000);
+    expect(output).toBe('stubborn\nkilled: timed out after 300 ms');
+  });
+
+  it('returns when the command exits, though a background child still holds its output pipe', async () => {
+    const started = Date.now();
+    const result = await run(toolsAt(root), 'bash', { command: 'sleep 30 & echo $! > pid; echo done' });
+    const pid = Number(readFileSync(path.join(root, 'pid'), 'utf8'));
+    process.kill(pid, 'SIGKILL');
+    expect(Date.now() - started).toBeLessThan(10_000);
+    expect(result).toEqual({ output: 'done\nexit code 0', isError: false });
+  });
+
+  it('on abort kills the whole process group and resolves promptly, pipes held open by children or not', async () => {
+    const tools = toolsAt(root);
+    const controller = new AbortController();
+    // Each `sleep` holds the output pipe; the subshell ignores SIGTERM, so only SIGKILL stops it.
+    const command = "sleep 30 & echo $! >> pids; sleep 30 & echo $! >> pids; (trap '' TERM; sleep 30) & echo $! >> pids; echo started; wait";
+    const result = tools.execute(toolCall('bash', { command }), controller.signal);
+    const pidsFile = path.join(root, 'pids');
+    const readPids = (): number[] => (existsSync(pidsFile) ? readFileSync(pidsFile, 'utf8').trim().split('\n').filter(Boolean).map(Number) : []);
+    expect(await eventually(() => readPids().length === 3, 10_000)).toBe(true);
+    await sleep(300);
+    const abortedAt = performance.now();
+    controller.abort();
+    const { output, isError } = await result;
+    const latencyMs = performance.now() - abortedAt;
+    console.log(`bash abort: resolved ${latencyMs.toFixed(1)} ms after abort`);
+    expect(latencyMs).toBeLessThan(2_000);
+    expect(isError).toBe(true);
+    expect(output).toBe('started\nkilled: interrupted');
+    // Orphans are reaped by PID 1, which in some sandboxes takes a while: a zombie still answers kill(pid, 0).
+    const pids = readPids();
+    expect(await eventually(() => pids.every(isGone), 15_000), `still alive: ${pids.filter((pid) => !isGone(pid)).join(', ')}`).toBe(true);
+  });
+
+  it('does not start a command when the signal is already aborted', async () => {
+    const controller = new AbortController();
+    controller.abort();
+    expect(await toolsAt(root).execute(toolCall('bash', { command: 'touch ran' }), controller.signal)).toEqual({ output: 'interrupted', isError: true });
+    await sleep(100);
+    expect(existsSync(path.join(root, 'ran'))).toBe(false);
+  });
+});
