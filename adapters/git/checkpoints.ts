@@ -1,0 +1,127 @@
+import { resolve } from 'node:path';
+import { capPatch } from './capPatch.ts';
+import { checkpointRefName, checkpointRefPrefix, parseCheckpointRefName, threadRefPrefix, type Which } from './checkpointRefs.ts';
+import type { CheckpointDiff, FileChange, WorkspaceCheckpoints } from '../../domain/index.ts';
+import { fileChangeArgs, parseFileChanges } from './fileChanges.ts';
+import { runGit, type GitOptions } from './runGit.ts';
+import { withTemporaryIndex } from './temporaryIndex.ts';
+
+export interface CheckpointRef {
+  threadId: string;
+  turnId: string;
+  which: Which;
+  ref: string;
+  commit: string;
+}
+
+export interface DiffOptions {
+  /** Only this file or folder, relative to the repository root, taken literally (no globs). */
+  path?: string;
+  maxChars?: number;
+}
+
+/** Fixed identity: capture must work where no user.name is configured, and must not pose as the user. */
+const identity = {
+  GIT_AUTHOR_NAME: 'turnloom',
+  GIT_AUTHOR_EMAIL: 'turnloom@localhost',
+  GIT_COMMITTER_NAME: 'turnloom',
+  GIT_COMMITTER_EMAIL: 'turnloom@localhost',
+};
+
+/** Callers hand in commit ids; anything else (an option, a revision expression) is refused before git sees it. */
+const commitIdPattern = /^[0-9a-f]{4,64}$/i;
+
+/** Plain unified text whatever the user's diff config: no colour, external diff tools or textconv filters. */
+const plainDiff = ['--literal-pathspecs', 'diff', '--no-color', '--no-ext-diff', '--no-textconv', '--find-renames'];
+
+/** Snapshots of a work tree as commits under hidden refs, taken and restored without touching index, HEAD, branches or stash. */
+export class Checkpoints implements WorkspaceCheckpoints {
+  private constructor(
+    readonly root: string,
+    private readonly indexPath: string,
+  ) {}
+
+  /** null when `dir` is not inside a git work tree (or git is missing). */
+  static async open(dir: string): Promise<Checkpoints | null> {
+    let root: string;
+    try {
+      root = (await runGit(dir, ['rev-parse', '--show-toplevel'])).trim();
+    } catch {
+      return null;
+    }
+    // Linked worktrees keep their index under the main repository's git dir.
+    const indexPath = resolve(root, (await runGit(root, ['rev-parse', '--git-path', 'index'])).trim());
+    return new Checkpoints(root, indexPath);
+  }
+
+  async capture(threadId: string, turnId: string, which: Which): Promise<CheckpointRef> {
+    const ref = checkpointRefName(threadId, turnId, which);
+    const tree = await withTemporaryIndex(this.indexPath, (env) => this.stageWorkTree(env));
+    const head = await this.commitOrNull('HEAD');
+    const parent = head === null ? [] : ['-p', head];
+    // Quoted: ids may hold spaces, newlines or NUL, which an argv string cannot carry.
+    const message = `turnloom checkpoint ${JSON.stringify(threadId)} ${JSON.stringify(turnId)} ${which}`;
+    const commit = (await this.git(['commit-tree', '--no-gpg-sign', ...parent, '-m', message, tree], { env: identity })).trim();
+    await this.git(['update-ref', ref, commit]);
+    return { threadId, turnId, which, ref, commit };
+  }
+
+  /** Sorted by ref name; every thread's when threadId is omitted. */
+  async list(threadId?: string): Promise<CheckpointRef[]> {
+    const prefix = threadId === undefined ? checkpointRefPrefix : threadRefPrefix(threadId);
+    const output = await this.git(['for-each-ref', '--sort=refname', '--format=%(refname)%00%(objectname)', prefix]);
+    const refs: CheckpointRef[] = [];
+    for (const line of output.split('\n')) {
+      const [ref = '', commit = ''] = line.split('\0');
+      const ids = parseCheckpointRefName(ref);
+      if (ids !== null && (threadId === undefined || ids.threadId === threadId)) refs.push({ ...ids, ref, commit });
+    }
+    return refs;
+  }
+
+  /** Unified diff between two commit ids. */
+  async diff(from: string, to: string, options: DiffOptions = {}): Promise<CheckpointDiff> {
+    const [fromCommit, toCommit] = await Promise.all([this.commitId(from), this.commitId(to)]);
+    const pathspec = options.path === undefined ? [] : ['--', options.path];
+    const [summary, patch] = await Promise.all([
+      this.git([...plainDiff, ...fileChangeArgs, fromCommit, toCommit, ...pathspec]),
+      this.git([...plainDiff, fromCommit, toCommit, ...pathspec]),
+    ]);
+    return { files: parseFileChanges(summary), ...capPatch(patch, options.maxChars ?? 100_000) };
+  }
+
+  /** Makes the work tree equal to the snapshot; returns the changes that took (current state → snapshot). */
+  async restore(commit: string): Promise<FileChange[]> {
+    const target = await this.commitId(commit);
+    return withTemporaryIndex(this.indexPath, async (env) => {
+      const current = await this.stageWorkTree(env);
+      const changes = parseFileChanges(await this.git([...plainDiff, ...fileChangeArgs, current, target]));
+      // The temporary index now matches the work tree exactly, so a reset to the snapshot rewrites only the files
+      // that differ (with their modes), deletes files the snapshot lacks along with the folders that leaves empty,
+      // and never sees ignored files unless the snapshot has one at the same path.
+      await this.git(['read-tree', '--reset', '-u', target], { env });
+      return changes;
+    });
+  }
+
+  /** Stages the whole work tree (untracked included, ignored excluded, deletions dropped) into `env`'s index. */
+  private async stageWorkTree(env: { GIT_INDEX_FILE: string }): Promise<string> {
+    await this.git(['add', '--all'], { env });
+    return (await this.git(['write-tree'], { env })).trim();
+  }
+
+  private async commitId(id: string): Promise<string> {
+    const commit = commitIdPattern.test(id) ? await this.commitOrNull(id) : null;
+    if (commit === null) throw new Error(`${JSON.stringify(id)} is not the id of a commit in ${this.root}`);
+    return commit;
+  }
+
+  private async commitOrNull(revision: string): Promise<string | null> {
+    const commit = (await this.git(['rev-parse', '--verify', '--quiet', `${revision}^{commit}`], { emptyOnExit: [1] })).trim();
+    return commit === '' ? null : commit;
+  }
+
+  private git(args: string[], options: GitOptions = {}): Promise<string> {
+    return runGit(this.root, args, options);
+  }
+}
