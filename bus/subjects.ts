@@ -29,6 +29,8 @@ export interface Subjects {
   readonly workerAll: string;
   /** Turns waiting for a worker of an environment, offered to all of them: `<p>.v1.work.offer.<environment>`. */
   offers(environment: string): string;
+  /** Work on an environment's workspace a worker does for the API (restoring a checkpoint), to one of them: `<p>.v1.work.task.<environment>`. */
+  workspaceTasks(environment: string): string;
   /** Engines only: who serves this prefix (one engine per prefix): `<p>.v1.engine.claim`. */
   readonly engineClaim: string;
 }
@@ -52,6 +54,7 @@ export function subjects(prefix = 'turnloom'): Subjects {
     worker: (method) => `${base}.worker.${method}`,
     workerAll: `${base}.worker.>`,
     offers: (environment) => `${base}.work.offer.${withId('environment', environment)}`,
+    workspaceTasks: (environment) => `${base}.work.task.${withId('environment', environment)}`,
     engineClaim: `${base}.engine.claim`,
   };
 }

@@ -17,7 +17,7 @@ export const replayUsage = `turnloom replay <file.chunks.txt> --provider anthrop
 /** Tools are not run in a replay: the recording already holds what the model said next. */
 const replayTools: ToolExecutor = {
   specs: () => [],
-  needsApproval: () => false,
+  classify: (call) => ({ kind: 'read', subject: call.name }),
   execute: async () => ({ output: 'not run: this turn replays a recorded stream', isError: false }),
 };
 

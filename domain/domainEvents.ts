@@ -1,3 +1,7 @@
+import type { PermissionMode, PermissionRule, Permissions } from './permissions.ts';
+import type { CheckpointDiff, CheckpointSide, FileChange } from './checkpoints.ts';
+import type { ToolKind } from './providerAdapter.ts';
+
 /** What a piece of an assistant message holds. */
 export type PartKind = 'text' | 'reasoning' | 'tool';
 
@@ -38,7 +42,12 @@ export type DomainEvent =
       owner: string | null;
       /** Which workers may run its turns: those that serve this environment. */
       environment: string;
+      permissions: Permissions;
     }
+  /** The thread's permission mode, its rules, or both, replaced. */
+  | { type: 'thread.configured'; mode: PermissionMode | null; rules: PermissionRule[] | null }
+  /** A rule added by an answer (`always`): from now on, such calls run without asking. */
+  | { type: 'permission.ruleAdded'; rule: PermissionRule; by: string; approvalId: string | null }
   | { type: 'thread.renamed'; title: string }
   | { type: 'thread.archived' }
   // session (the provider binding)
@@ -47,7 +56,14 @@ export type DomainEvent =
   | { type: 'session.stopRequested'; reason: string }
   | { type: 'session.stopped' }
   // turn and its steps
-  | { type: 'turn.requested'; turnId: string; input: { text: string }; provider: ProviderChoice }
+  | {
+      type: 'turn.requested';
+      turnId: string;
+      input: { text: string };
+      provider: ProviderChoice;
+      /** This run's permission mode, when it is not the thread's. */
+      mode: PermissionMode | null;
+    }
   | { type: 'turn.started'; turnId: string }
   /**
    * A worker holds the turn. `token` is this event's thread sequence: every
@@ -117,6 +133,9 @@ export type DomainEvent =
       toolCallId: string;
       toolName: string;
       input: unknown;
+      /** What the call does and touches, as the permission rules see it; an `always` answer allows this. */
+      kind: ToolKind;
+      subject: string;
     }
   | { type: 'approval.granted'; turnId: string; approvalId: string; partId: string; by: string; note: string | null }
   | { type: 'approval.denied'; turnId: string; approvalId: string; partId: string; by: string; note: string | null }
@@ -132,8 +151,13 @@ export type DomainEvent =
       message: string;
       data: Record<string, unknown>;
     }
-  // checkpoints (recorded now; git does the work in its own reactor)
-  | { type: 'checkpoint.revertRequested'; checkpointId: string };
+  // checkpoints of the work tree, captured and restored by the worker that serves it
+  /** The work tree before the turn's first change, or after the turn (with the turn's diff). */
+  | { type: 'checkpoint.captured'; turnId: string; side: CheckpointSide; ref: string; commit: string; diff: CheckpointDiff | null }
+  /** The workspace keeps no checkpoints (not a git repository); said once per thread. */
+  | { type: 'checkpoint.unavailable'; reason: string }
+  /** The work tree was restored to the checkpoint before `turnIds[0]`: those turns are undone, and the model no longer sees them. */
+  | { type: 'checkpoint.reverted'; turnIds: string[]; commit: string; files: FileChange[]; by: string };
 
 export type DomainEventType = DomainEvent['type'];
 export type DomainEventOf<T extends DomainEventType> = Extract<DomainEvent, { type: T }>;

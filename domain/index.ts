@@ -12,9 +12,12 @@ export { TurnloomError, IllegalTransition, InvariantViolation } from './errors.t
 export type { ThreadStore, CommitBatch, Receipt, Refusal, ThreadHead, ActorSnapshotRecord, ListedThread, PersistedActor, PersistedActorTree, LifecycleMachineName } from './threadStore.ts';
 export type { Bus, BusMessage, BusStatus, BusSubscription, PublishOptions, RequestOptions, SubscribeOptions, BusErrorKind } from './bus.ts';
 export { BusError } from './bus.ts';
-export type { ProviderAdapter, ProviderRequest, ProviderMessage, AssistantPart, ToolSpec, ToolCall, ToolResult, ToolExecutor } from './providerAdapter.ts';
+export type { ProviderAdapter, ProviderRequest, ProviderMessage, AssistantPart, ToolSpec, ToolCall, ToolResult, ToolExecutor, ToolKind, ToolClass } from './providerAdapter.ts';
 export { ProviderError } from './providerAdapter.ts';
 export type { ProviderEvent, ProviderErrorInfo, ProviderErrorKind, StopReason } from './providerEvents.ts';
 export { wellFormed, wellFormedString } from './wellFormed.ts';
+export type { PermissionMode, PermissionDecision, PermissionRule, Permissions } from './permissions.ts';
+export { permissionModes, defaultPermissions, decidePermission } from './permissions.ts';
 export { childId } from './derivedIds.ts';
 export { cutToFit, jsonBytes } from './cutToFit.ts';
+export type { CheckpointSide, FileChange, CheckpointDiff, CapturedTree, TurnCheckpoint, WorkspaceCheckpoints } from './checkpoints.ts';

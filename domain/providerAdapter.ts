@@ -38,10 +38,22 @@ export interface ToolResult {
   isError: boolean;
 }
 
-/** Runs the tools a provider's model may call. */
+/** What a tool call does, for the permission rules: reads, edits files, or runs a command. */
+export type ToolKind = 'read' | 'edit' | 'command';
+
+/** A call as the permission rules see it: its kind, and what it touches (a path, a command line). */
+export interface ToolClass {
+  kind: ToolKind;
+  subject: string;
+}
+
+/** Runs the tools a model may call. */
 export interface ToolExecutor {
   specs(): ToolSpec[];
-  needsApproval(call: ToolCall): boolean;
+  /** Whether this executor runs this call; left out, it runs every call. A provider's own tools may take only some. */
+  handles?(call: ToolCall): boolean;
+  classify(call: ToolCall): ToolClass;
+  /** Runs the call; a bad input or a failure is a result with `isError`, never a throw. Stops when `signal` aborts. */
   execute(call: ToolCall, signal: AbortSignal): Promise<ToolResult>;
 }
 
@@ -52,7 +64,11 @@ export interface ToolExecutor {
  */
 export interface ProviderAdapter {
   readonly name: string;
-  /** Tools this adapter brings (the scripted provider scripts their results). */
+  /**
+   * Tools this adapter brings for the calls it knows (a replay does not run
+   * tools; the scripted provider has canned results); every other call runs
+   * on the worker's workspace tools.
+   */
   readonly tools?: ToolExecutor;
   startSession?(): Promise<{ providerSessionId: string | null }>;
   stream(request: ProviderRequest, signal: AbortSignal): AsyncIterable<ProviderEvent>;

@@ -1,4 +1,7 @@
 import type { PartKind, ProviderChoice, ToolOutcome, Usage } from './domainEvents.ts';
+import type { FileChange, TurnCheckpoint } from './checkpoints.ts';
+import type { PermissionMode, Permissions } from './permissions.ts';
+import type { ToolKind } from './providerAdapter.ts';
 import type { LogCursor } from './logCursor.ts';
 
 /**
@@ -14,6 +17,8 @@ export interface ThreadView {
   owner: string | null;
   /** The workers that may run its turns: those serving this environment. */
   environment: string;
+  /** What its agent may do without asking. */
+  permissions: Permissions;
   archived: boolean;
   createdAt: number;
   updatedAt: number;
@@ -27,7 +32,10 @@ export interface ThreadView {
   openTurnId: string | null;
   /** Activities not tied to a turn. */
   activities: ActivityView[];
-  checkpointReverts: Array<{ checkpointId: string; at: number }>;
+  /** Why its workspace keeps no checkpoints, once a worker found out. */
+  checkpointsOff: string | null;
+  /** Reverts, oldest first: which turns each undid, and what it changed. */
+  reverts: Array<{ seq: number; at: number; by: string; turnIds: string[]; files: FileChange[] }>;
   usage: Usage;
   /** Where the log stands for the invariant checks (open turn, open step, its tool calls). */
   cursor: LogCursor;
@@ -56,6 +64,12 @@ export interface TurnView {
   lease: { workerId: string; token: number; keyHash: string; since: number } | null;
   /** How many times a worker was given the turn: more than one means it was resumed after losing one. */
   leases: number;
+  /** This run's permission mode, when it is not the thread's. */
+  mode: PermissionMode | null;
+  /** The work tree before its first change and after it; `null` when it changed nothing (or nothing could be captured). */
+  checkpoint: TurnCheckpoint | null;
+  /** Seq of the revert that undid it: the model no longer sees it. */
+  revertedAt: number | null;
   requestedAt: number;
   startedAt: number | null;
   endedAt: number | null;
@@ -98,6 +112,8 @@ export interface ApprovalView {
   toolCallId: string;
   toolName: string;
   input: unknown;
+  kind: ToolKind;
+  subject: string;
   decidedBy: string | null;
   note: string | null;
   reason: string | null;

@@ -15,11 +15,11 @@ const scriptItem = z.union([
         .object({
           name: z.string().min(1),
           input: z.record(z.string(), z.unknown()).default({}),
-          /** What the tool returns when run. */
-          result: z.string().default('ok'),
-          /** When set, the tool fails with this message instead. */
+          /** A canned result: the call does not run a real tool. Left out (and no `error`), the workspace's tool runs it. */
+          result: z.string().optional(),
+          /** A canned failure instead. */
           error: z.string().optional(),
-          /** Whether a person must allow it first. */
+          /** A canned call counts as a command (which asks first under the default mode) rather than a read. */
           approval: z.boolean().default(false),
           /** How long the tool runs, in ms. */
           durationMs: z.number().int().min(0).max(600_000).default(0),
@@ -105,7 +105,8 @@ function lastUserText(request: ProviderRequest): string {
 /**
  * A deterministic provider for demos and tests: it plays a script (inline, from
  * a file, or the default one built from the user's message) as canonical
- * events, and runs the script's tool calls with their scripted results.
+ * events. Its tool calls run on the worker's workspace tools, like a real
+ * model's, unless the script gives them a canned result.
  */
 export class ScriptedProvider implements ProviderAdapter {
   readonly name = 'scripted';
@@ -117,15 +118,20 @@ export class ScriptedProvider implements ProviderAdapter {
   constructor(script?: ScriptInput | ((request: ProviderRequest) => ScriptInput)) {
     this.script = (request) => scriptSchema.parse(typeof script === 'function' ? script(request) : (script ?? defaultScript(lastUserText(request))));
     const calls = this.calls;
+    const canned = (call: ToolCall) => {
+      const item = calls.get(call.callId);
+      return item && (item.result !== undefined || item.error !== undefined) ? item : undefined;
+    };
     this.tools = {
       specs: () => [],
-      needsApproval: (call: ToolCall) => calls.get(call.callId)?.approval ?? false,
+      handles: (call) => canned(call) !== undefined,
+      classify: (call) => ({ kind: canned(call)?.approval ? 'command' : 'read', subject: call.name }),
       execute: async (call: ToolCall, signal: AbortSignal): Promise<ToolResult> => {
-        const item = calls.get(call.callId);
+        const item = canned(call);
         if (!item) return { output: `no scripted tool call ${call.callId}`, isError: true };
         calls.delete(call.callId);
         if (item.durationMs > 0) await sleep(item.durationMs, undefined, { signal });
-        return item.error ? { output: item.error, isError: true } : { output: item.result, isError: false };
+        return item.error !== undefined ? { output: item.error, isError: true } : { output: item.result ?? '', isError: false };
       },
     };
   }

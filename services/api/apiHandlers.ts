@@ -1,6 +1,8 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { isInbox } from '../../bus/index.ts';
-import { type ListedThread, type ProviderChoice, TurnloomError, cutToFit, jsonBytes } from '../../domain/index.ts';
+import { type FileChange, type ListedThread, type ProviderChoice, TurnloomError, cutToFit, jsonBytes } from '../../domain/index.ts';
+import { revertScope } from '../engine/revertScope.ts';
+import { patchOfFile } from './checkpointPatch.ts';
 import type { Engine, SubmitOptions } from '../engine/engine.ts';
 import { mayUse, readableThread, requireThread } from './access.ts';
 import { type ApiResults, EVENT_ENVELOPE_BYTES, type PendingApproval, type WireEvent } from './apiResults.ts';
@@ -30,6 +32,8 @@ export interface ApiContext {
 export interface WorkerDirectory {
   workers(): WorkerInfo[];
   liveWorkers(environment: string): number;
+  /** Has a worker of the environment restore its work tree to `commit`; answers what changed. */
+  restore(environment: string, request: { threadId: string; turnId: string; commit: string }): Promise<FileChange[]>;
 }
 
 interface Handler<M extends ApiMethod> {
@@ -81,7 +85,16 @@ export const apiHandlers: { [M in ApiMethod]: Handler<M> } = {
       const commandId = commandIdOf(params);
       const threadId = params.threadId ?? derivedId('thr', commandId);
       return engine.submit(
-        { type: 'thread.create', commandId, threadId, title: params.title, workspace: params.workspace, owner: principal.name, environment: params.environment },
+        {
+          type: 'thread.create',
+          commandId,
+          threadId,
+          title: params.title,
+          workspace: params.workspace,
+          owner: principal.name,
+          environment: params.environment,
+          permissions: { mode: params.mode, rules: params.rules },
+        },
         idOrigin(params),
       );
     },
@@ -91,6 +104,13 @@ export const apiHandlers: { [M in ApiMethod]: Handler<M> } = {
     handle: async ({ engine, principal }, params) => {
       requireThread(engine, principal, params.threadId);
       return engine.submit({ type: 'thread.rename', commandId: commandIdOf(params), threadId: params.threadId, title: params.title }, idOrigin(params));
+    },
+  },
+  'thread.configure': {
+    scope: 'operate',
+    handle: async ({ engine, principal }, params) => {
+      requireThread(engine, principal, params.threadId);
+      return engine.submit({ type: 'thread.configure', commandId: commandIdOf(params), threadId: params.threadId, mode: params.mode ?? null, rules: params.rules ?? null }, idOrigin(params));
     },
   },
   'thread.archive': {
@@ -165,7 +185,7 @@ export const apiHandlers: { [M in ApiMethod]: Handler<M> } = {
       const commandId = commandIdOf(params);
       const turnId = params.turnId ?? derivedId('turn', commandId);
       const result = await engine.submit(
-        { type: 'turn.start', commandId, threadId: params.threadId, turnId, input: params.input, provider: params.provider ?? defaultProvider },
+        { type: 'turn.start', commandId, threadId: params.threadId, turnId, input: params.input, provider: params.provider ?? defaultProvider, mode: params.mode ?? null },
         idOrigin(params),
       );
       return { ...result, turnId };
@@ -187,7 +207,7 @@ export const apiHandlers: { [M in ApiMethod]: Handler<M> } = {
     handle: async ({ engine, principal }, params) => {
       requireThread(engine, principal, params.threadId);
       return engine.submit(
-        { type: 'approval.respond', commandId: commandIdOf(params), threadId: params.threadId, approvalId: params.approvalId, decision: params.decision, by: principal.name, note: params.note },
+        { type: 'approval.respond', commandId: commandIdOf(params), threadId: params.threadId, approvalId: params.approvalId, decision: params.decision === 'once' ? 'approve' : params.decision, by: principal.name, note: params.note },
         idOrigin(params),
       );
     },
@@ -215,19 +235,42 @@ export const apiHandlers: { [M in ApiMethod]: Handler<M> } = {
       return { approvals: page.map(({ key: _key, ...approval }) => approval), nextCursor: more ? encodeCursor('approvals', page.at(-1)!.key) : null };
     },
   },
-  'checkpoint.diff': {
+  'checkpoint.list': {
     scope: 'read',
     handle: async ({ engine, principal }, params) => {
-      requireThread(engine, principal, params.threadId);
-      throw new TurnloomError('unavailable', 'checkpoints are recorded but not yet captured from git, so there is no diff to show', { threadId: params.threadId });
+      const view = await readableThread(engine, principal, params.threadId);
+      const checkpoints = view.turnIds.flatMap((turnId) => {
+        const { checkpoint, revertedAt } = view.turns[turnId]!;
+        return checkpoint ? [{ checkpointId: turnId, turnId, before: checkpoint.before, after: checkpoint.after, files: checkpoint.diff?.files ?? [], revertedAt }] : [];
+      });
+      return { checkpoints, off: view.checkpointsOff };
+    },
+  },
+  'checkpoint.diff': {
+    scope: 'read',
+    // Served from the log: what the turn changed was recorded when it ended, so no worker (or git) is needed to show it.
+    handle: async ({ engine, principal }, params) => {
+      const view = await readableThread(engine, principal, params.threadId);
+      const diff = view.turns[params.checkpointId]?.checkpoint?.diff;
+      if (!diff) throw new TurnloomError('not_found', `no diff for ${params.checkpointId}: not a turn of this thread, or it changed no files, or it has not ended`, { checkpointId: params.checkpointId });
+      if (params.path === undefined) return { checkpointId: params.checkpointId, ...diff };
+      const file = diff.files.find((candidate) => candidate.path === params.path || candidate.oldPath === params.path);
+      if (!file) throw new TurnloomError('not_found', `turn ${params.checkpointId} did not change ${params.path}`, { checkpointId: params.checkpointId, path: params.path });
+      const patch = patchOfFile(diff, file);
+      return { checkpointId: params.checkpointId, files: [file], patch: patch ?? '', truncated: patch === null };
     },
   },
   'checkpoint.revert': {
     scope: 'operate',
-    // No checkpoint is captured from git yet, so none can be found; the engine's command waits for them.
-    handle: async ({ engine, principal }, params) => {
-      requireThread(engine, principal, params.threadId);
-      throw new TurnloomError('not_found', `checkpoint ${params.checkpointId} not found: checkpoints are not captured from git yet`, { checkpointId: params.checkpointId });
+    // The files live with the workers: one of the thread's environment restores them, then the log records what it did.
+    handle: async ({ engine, principal, workers }, params) => {
+      const view = await readableThread(engine, principal, params.threadId);
+      const { commit } = revertScope(view, params.checkpointId);
+      const files = await workers.restore(view.environment, { threadId: params.threadId, turnId: params.checkpointId, commit });
+      return engine.submit(
+        { type: 'checkpoint.revert', commandId: commandIdOf(params), threadId: params.threadId, turnId: params.checkpointId, commit, files, by: principal.name },
+        idOrigin(params),
+      );
     },
   },
   'session.stop': {

@@ -1,11 +1,22 @@
 import type { CommandResult } from '../engine/commands.ts';
-import type { ApprovalView, StoredEvent, ThreadSummary, ThreadView, TurnView } from '../../domain/index.ts';
+import type { ApprovalView, CapturedTree, FileChange, StoredEvent, ThreadSummary, ThreadView, TurnView } from '../../domain/index.ts';
 import type { WorkerInfo } from '../dispatch/workerRegistry.ts';
 import type { ApiMethod } from './apiSchemas.ts';
 
 /** What every mutating method answers: the command's id and the events it wrote. */
 export interface MutationResult extends CommandResult {
   turnId?: string;
+}
+
+/** A turn that changed the work tree, as `checkpoint.list` shows it; its id is the turn's. */
+export interface CheckpointSummary {
+  checkpointId: string;
+  turnId: string;
+  before: CapturedTree | null;
+  after: CapturedTree | null;
+  files: FileChange[];
+  /** The seq of the revert that undid it. */
+  revertedAt: number | null;
 }
 
 export interface PendingApproval extends ApprovalView {
@@ -25,6 +36,7 @@ export type WireEvent = StoredEvent & { cut?: true };
 export interface ApiResults {
   'thread.create': MutationResult;
   'thread.rename': MutationResult;
+  'thread.configure': MutationResult;
   'thread.archive': MutationResult;
   'thread.list': { threads: ThreadSummary[]; nextCursor: string | null };
   /** `work`: for the open turn, which worker holds it, or how many live workers its environment has (0: it waits for one). */
@@ -44,7 +56,9 @@ export interface ApiResults {
   'turn.interrupt': MutationResult;
   'approval.respond': MutationResult;
   'approval.list': { approvals: PendingApproval[]; nextCursor: string | null };
-  'checkpoint.diff': never;
+  /** `off`: why the workspace keeps no checkpoints, when a worker said so. */
+  'checkpoint.list': { checkpoints: CheckpointSummary[]; off: string | null };
+  'checkpoint.diff': { checkpointId: string; files: FileChange[]; patch: string; truncated: boolean };
   'checkpoint.revert': MutationResult;
   'session.stop': MutationResult;
   'worker.list': { workers: WorkerInfo[] };

@@ -15,6 +15,19 @@ const provider = z
   .strict()
   .describe('Which adapter runs the turn; defaults to the server’s provider');
 
+const permissionMode = z.enum(['ask', 'auto-edits', 'full', 'read-only']).describe('`ask`: reads run, edits and commands ask; `auto-edits`: commands ask; `full`: all run; `read-only`: only reads run');
+const rules = z
+  .array(
+    z
+      .object({
+        tool: z.string().min(1).max(64).describe('a tool name, or *'),
+        pattern: z.string().min(1).max(1_000).describe('what the call touches (a path, a command line); * matches anything'),
+        decision: z.enum(['allow', 'ask', 'deny']),
+      })
+      .strict(),
+  )
+  .max(200);
+
 /**
  * The parameters of every API method. Unknown fields are refused
  * (`invalid_payload`), so a typo never passes silently.
@@ -27,8 +40,14 @@ export const apiParams = {
       title: z.string().max(200).default('New thread'),
       workspace: z.string().max(4096).nullable().default(null),
       environment: id.default('default').describe('Which workers run its turns: those serving this environment'),
+      mode: permissionMode.default('ask'),
+      rules: rules.default([]),
     })
     .strict(),
+  'thread.configure': z
+    .object({ commandId, threadId: id, mode: permissionMode.optional(), rules: rules.optional().describe('Replaces the thread’s rules') })
+    .strict()
+    .refine((params) => params.mode !== undefined || params.rules !== undefined, 'give a mode, rules, or both'),
   'thread.rename': z.object({ commandId, threadId: id, title: z.string().min(1).max(200) }).strict(),
   'thread.archive': z.object({ commandId, threadId: id }).strict(),
   'thread.list': z
@@ -57,9 +76,9 @@ export const apiParams = {
     })
     .strict(),
   'thread.unwatch': z.object({ watchId: id }).strict(),
-  'turn.start': z.object({ commandId, threadId: id, turnId: id.optional(), input: z.object({ text: z.string().min(1).max(200_000) }).strict(), provider: provider.optional() }).strict(),
+  'turn.start': z.object({ commandId, threadId: id, turnId: id.optional(), input: z.object({ text: z.string().min(1).max(200_000) }).strict(), provider: provider.optional(), mode: permissionMode.optional().describe('This run’s permission mode, instead of the thread’s') }).strict(),
   'turn.interrupt': z.object({ commandId, threadId: id, turnId: id.optional(), reason: z.string().max(1_000).default('interrupted by the user') }).strict(),
-  'approval.respond': z.object({ commandId, threadId: id, approvalId: id, decision: z.enum(['approve', 'deny']), note: z.string().max(2_000).nullable().default(null) }).strict(),
+  'approval.respond': z.object({ commandId, threadId: id, approvalId: id, decision: z.enum(['once', 'always', 'deny', 'approve']).describe('`once`: run this call; `always`: run it, and allow such calls in this thread from now on; `deny`: refuse it (the note reaches the model); `approve` is `once`'), note: z.string().max(2_000).nullable().default(null) }).strict(),
   'approval.list': z
     .object({
       threadId: id.optional(),
@@ -67,8 +86,15 @@ export const apiParams = {
       cursor: z.string().max(400).optional().describe('`nextCursor` of the previous page'),
     })
     .strict(),
-  'checkpoint.diff': z.object({ threadId: id, checkpointId: id.optional() }).strict(),
-  'checkpoint.revert': z.object({ commandId, threadId: id, checkpointId: id }).strict(),
+  'checkpoint.list': z.object({ threadId: id }).strict(),
+  'checkpoint.diff': z
+    .object({
+      threadId: id,
+      checkpointId: id.describe('A turn id: its diff, from before its first change to its end'),
+      path: z.string().min(1).max(4_096).optional().describe('Only this file'),
+    })
+    .strict(),
+  'checkpoint.revert': z.object({ commandId, threadId: id, checkpointId: id.describe('A turn id: the files go back to before it; it and every later turn are undone') }).strict(),
   'session.stop': z.object({ commandId, threadId: id, reason: z.string().max(1_000).default('stopped by the user') }).strict(),
   'worker.list': z.object({}).strict(),
   health: z.object({}).strict(),

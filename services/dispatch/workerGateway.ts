@@ -1,5 +1,5 @@
-import { JSON_TYPE, type Subjects, encode } from '../../bus/index.ts';
-import { type Bus, type BusMessage, type BusSubscription, type StoredEvent, TurnloomError } from '../../domain/index.ts';
+import { JSON_TYPE, type Subjects, contentTypeOf, decode, encode } from '../../bus/index.ts';
+import { type Bus, BusError, type BusMessage, type BusSubscription, type ErrorBody, type FileChange, type StoredEvent, TurnloomError } from '../../domain/index.ts';
 import { type ApiContext, apiHandlers } from '../api/apiHandlers.ts';
 import type { Principal } from '../api/auth.ts';
 import { replyBudgetFor } from '../api/apiServer.ts';
@@ -8,7 +8,20 @@ import { type ThreadWatches, WORKER_PRINCIPAL_PREFIX } from '../api/threadWatche
 import { systemCommandId } from '../engine/commands.ts';
 import { leaseKeyHash } from '../engine/decide.ts';
 import type { Engine } from '../engine/engine.ts';
-import { type Claim, type Hello, type HelloAnswer, type LeaseProof, type Offer, claimSchema, helloSchema, leasedReadSchemas, recordSchema, settleSchema } from './workerProtocol.ts';
+import {
+  type Claim,
+  type Hello,
+  type HelloAnswer,
+  type LeaseProof,
+  type Offer,
+  type RestoreRequest,
+  claimSchema,
+  helloSchema,
+  leasedReadSchemas,
+  recordSchema,
+  restoreAnswerSchema,
+  settleSchema,
+} from './workerProtocol.ts';
 import { type WorkerInfo, WorkerRegistry } from './workerRegistry.ts';
 
 export const WORKER_QUEUE_GROUP = 'turnloom-engine';
@@ -85,6 +98,31 @@ export class WorkerGateway {
 
   liveWorkers(environment: string): number {
     return this.registry.liveIn(environment, this.options.now());
+  }
+
+  /** Has one worker of the environment put its work tree back to a checkpoint; answers what that changed. */
+  async restore(environment: string, request: Omit<RestoreRequest, 'task'>, timeoutMs = 120_000): Promise<FileChange[]> {
+    let reply: BusMessage;
+    try {
+      reply = await this.bus.request(this.subjects.workspaceTasks(environment), encode({ task: 'restore', ...request }, JSON_TYPE), {
+        headers: { 'content-type': JSON_TYPE },
+        timeoutMs,
+      });
+    } catch (error) {
+      if (!(error instanceof BusError) || !['no_responders', 'timeout'].includes(error.kind)) throw error;
+      throw new TurnloomError(
+        'unavailable',
+        error.kind === 'timeout'
+          ? `the worker restoring environment "${environment}" did not answer in ${timeoutMs} ms; its files may be partly restored`
+          : `no worker of environment "${environment}" with checkpoints is up to restore its files`,
+        { environment },
+      );
+    }
+    const answer = decode(reply.data, contentTypeOf(reply.headers, reply.data)) as { result: unknown } | { error: ErrorBody };
+    if ('error' in answer) throw TurnloomError.fromJSON(answer.error);
+    const parsed = restoreAnswerSchema.safeParse(answer.result);
+    if (!parsed.success) throw new TurnloomError('unavailable', `the worker's answer to a restore could not be read: ${parsed.error.message}`, { environment });
+    return parsed.data.files;
   }
 
   private async handle(message: BusMessage): Promise<void> {

@@ -14,6 +14,17 @@ const text = z.string();
 const usage = z.object({ input: z.number().int().min(0), output: z.number().int().min(0), reasoning: z.number().int().min(0), cacheRead: z.number().int().min(0), cacheWrite: z.number().int().min(0) }).strict();
 const turnId = id;
 const partId = id;
+const commitId = z.string().regex(/^[0-9a-f]{40,64}$/, 'must be a git object id');
+const fileChange = z
+  .object({
+    path: z.string().min(1).max(4_096),
+    status: z.enum(['added', 'modified', 'deleted', 'renamed']),
+    additions: z.number().int().min(0),
+    deletions: z.number().int().min(0),
+    binary: z.boolean(),
+    oldPath: z.string().min(1).max(4_096).optional(),
+  })
+  .strict();
 
 /** The events a worker may record; lease events and a turn's end by failure or interrupt go through the engine. */
 export type WorkerEvent = Extract<
@@ -42,7 +53,9 @@ export type WorkerEvent = Extract<
       | 'part.interrupted'
       | 'approval.requested'
       | 'approval.consumed'
-      | 'approval.undelivered';
+      | 'approval.undelivered'
+      | 'checkpoint.captured'
+      | 'checkpoint.unavailable';
   }
 >;
 
@@ -87,9 +100,26 @@ export const workerEventSchema: z.ZodType<WorkerEvent> = z.union([
     reason: text,
     tool: z.object({ toolCallId: foreignId, outcome: z.enum(['notStarted', 'unknown']), result: text }).strict().nullable(),
   }),
-  event('approval.requested', { turnId, approvalId: id, partId, toolCallId: foreignId, toolName: z.string().min(1).max(256), input: z.unknown() }),
+  event('approval.requested', {
+    turnId,
+    approvalId: id,
+    partId,
+    toolCallId: foreignId,
+    toolName: z.string().min(1).max(256),
+    input: z.unknown(),
+    kind: z.enum(['read', 'edit', 'command']),
+    subject: text,
+  }),
   event('approval.consumed', { turnId, approvalId: id }),
   event('approval.undelivered', { turnId, approvalId: id, reason: text }),
+  event('checkpoint.captured', {
+    turnId,
+    side: z.enum(['before', 'after']),
+    ref: z.string().min(1).max(2_048),
+    commit: commitId,
+    diff: z.object({ files: z.array(fileChange).max(100_000), patch: text, truncated: z.boolean() }).strict().nullable(),
+  }),
+  event('checkpoint.unavailable', { reason: text }),
 ]) as unknown as z.ZodType<WorkerEvent>;
 
 /** Who a worker is: it says so with every heartbeat. */
@@ -173,3 +203,9 @@ export interface Offer {
   threadId: string;
   turnId: string;
 }
+
+/** The engine asks a worker of the thread's environment to put the work tree back to a checkpoint, on `<p>.v1.work.task.<environment>`. */
+export const restoreSchema = z.object({ task: z.literal('restore'), threadId: id, turnId, commit: commitId }).strict();
+export type RestoreRequest = z.output<typeof restoreSchema>;
+export const restoreAnswerSchema = z.object({ files: z.array(fileChange).max(100_000) }).strict();
+export type RestoreAnswer = z.output<typeof restoreAnswerSchema>;

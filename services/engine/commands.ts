@@ -1,4 +1,4 @@
-import type { DomainEvent, ProviderChoice, Refusal } from '../../domain/index.ts';
+import type { DomainEvent, FileChange, PermissionMode, PermissionRule, Permissions, ProviderChoice, Refusal } from '../../domain/index.ts';
 
 export type { Refusal };
 import type { TurnOutcome } from './settleTurn.ts';
@@ -19,22 +19,36 @@ export type ClientCommand =
       owner: string | null;
       /** Which workers may run its turns (default `default`). */
       environment?: string;
+      /** What its agent may do without asking (default: mode `ask`, no rules). */
+      permissions?: Permissions;
     }
+  | { type: 'thread.configure'; commandId: string; threadId: string; mode: PermissionMode | null; rules: PermissionRule[] | null }
   | { type: 'thread.rename'; commandId: string; threadId: string; title: string }
   | { type: 'thread.archive'; commandId: string; threadId: string }
-  | { type: 'turn.start'; commandId: string; threadId: string; turnId: string; input: { text: string }; provider: ProviderChoice }
+  | {
+      type: 'turn.start';
+      commandId: string;
+      threadId: string;
+      turnId: string;
+      input: { text: string };
+      provider: ProviderChoice;
+      /** This run's permission mode, when not the thread's. */
+      mode?: PermissionMode | null;
+    }
   | { type: 'turn.interrupt'; commandId: string; threadId: string; turnId: string | null; reason: string }
   | {
       type: 'approval.respond';
       commandId: string;
       threadId: string;
       approvalId: string;
-      decision: 'approve' | 'deny';
+      /** `always`: approve, and allow such calls in this thread from now on. */
+      decision: 'approve' | 'always' | 'deny';
       by: string;
       note: string | null;
     }
   | { type: 'session.stop'; commandId: string; threadId: string; reason: string }
-  | { type: 'checkpoint.revert'; commandId: string; threadId: string; checkpointId: string };
+  /** The worker restored `commit` (the checkpoint before `turnId`), changing `files`: the log records it and undoes the turns from `turnId` on. */
+  | { type: 'checkpoint.revert'; commandId: string; threadId: string; turnId: string; commit: string; files: FileChange[]; by: string };
 
 /**
  * What the system itself submits: ingestion of provider output, deadlines,

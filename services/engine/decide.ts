@@ -1,8 +1,9 @@
 import { idPattern } from '../../bus/subjects.ts';
-import { DEFAULT_ENVIRONMENT, type DomainEvent, IllegalTransition, TurnloomError } from '../../domain/index.ts';
+import { DEFAULT_ENVIRONMENT, type DomainEvent, IllegalTransition, TurnloomError, defaultPermissions } from '../../domain/index.ts';
 import { deriveMessages, requestDigest } from '../runtime/deriveRequest.ts';
 import { createHash } from 'node:crypto';
 import type { Command, LeaseProof, Refusal } from './commands.ts';
+import { revertScope } from './revertScope.ts';
 import { closeOpenStep, settleOpenTurn } from './settleTurn.ts';
 import type { ThreadDraft } from './threadDraft.ts';
 
@@ -35,7 +36,7 @@ const engineOnly = new Set<DomainEvent['type']>(['turn.leased', 'turn.leaseLost'
 function workerMayRecord(event: DomainEvent, turnId: string): boolean {
   if (engineOnly.has(event.type)) return false;
   if ('turnId' in event && event.turnId !== null) return event.turnId === turnId;
-  return event.type === 'session.started' || event.type === 'session.failed' || event.type === 'activity.recorded';
+  return event.type === 'session.started' || event.type === 'session.failed' || event.type === 'activity.recorded' || event.type === 'checkpoint.unavailable';
 }
 
 /** The hash a lease keeps of its key. */
@@ -115,7 +116,18 @@ function expireLease(draft: ThreadDraft, command: Extract<Command, { type: 'turn
 export function decide(command: Command, draft: ThreadDraft): Refusal[] {
   switch (command.type) {
     case 'thread.create':
-      draft.emit({ type: 'thread.created', title: command.title, workspace: command.workspace, owner: command.owner, environment: command.environment ?? DEFAULT_ENVIRONMENT });
+      draft.emit({
+        type: 'thread.created',
+        title: command.title,
+        workspace: command.workspace,
+        owner: command.owner,
+        environment: command.environment ?? DEFAULT_ENVIRONMENT,
+        permissions: command.permissions ?? defaultPermissions(),
+      });
+      return [];
+    case 'thread.configure':
+      requireActive(draft);
+      draft.emit({ type: 'thread.configured', mode: command.mode, rules: command.rules });
       return [];
     case 'thread.rename':
       requireActive(draft);
@@ -128,7 +140,7 @@ export function decide(command: Command, draft: ThreadDraft): Refusal[] {
       return [];
     case 'turn.start':
       requireActive(draft);
-      draft.emit({ type: 'turn.requested', turnId: command.turnId, input: command.input, provider: command.provider });
+      draft.emit({ type: 'turn.requested', turnId: command.turnId, input: command.input, provider: command.provider, mode: command.mode ?? null });
       return [];
     case 'turn.interrupt': {
       const turnId = command.turnId ?? draft.view.openTurnId;
@@ -139,7 +151,11 @@ export function decide(command: Command, draft: ThreadDraft): Refusal[] {
     case 'approval.respond': {
       const { turnId, approval } = findApproval(draft, command.approvalId);
       const common = { turnId, approvalId: approval.id, partId: approval.partId, by: command.by, note: command.note };
-      draft.emit(command.decision === 'approve' ? { type: 'approval.granted', ...common } : { type: 'approval.denied', ...common });
+      draft.emit(command.decision === 'deny' ? { type: 'approval.denied', ...common } : { type: 'approval.granted', ...common });
+      // `always`: such calls run from now on, in this thread, without asking.
+      if (command.decision === 'always') {
+        draft.emit({ type: 'permission.ruleAdded', rule: { tool: approval.toolName, pattern: approval.subject, decision: 'allow' }, by: command.by, approvalId: approval.id });
+      }
       return [];
     }
     case 'session.stop':
@@ -148,10 +164,14 @@ export function decide(command: Command, draft: ThreadDraft): Refusal[] {
         draft.emit({ type: 'turn.interruptRequested', turnId: draft.view.openTurnId, reason: `session stopped: ${command.reason}` });
       }
       return [];
-    case 'checkpoint.revert':
+    case 'checkpoint.revert': {
       requireActive(draft);
-      draft.emit({ type: 'checkpoint.revertRequested', checkpointId: command.checkpointId });
+      const { turnIds, commit } = revertScope(draft.view, command.turnId);
+      // The files were restored to what the API looked up; a different commit means the thread moved on in between.
+      if (commit !== command.commit) throw new TurnloomError('conflict', `turn ${command.turnId}'s checkpoint is ${commit}, not ${command.commit}`, { turnId: command.turnId });
+      draft.emit({ type: 'checkpoint.reverted', turnIds, commit: command.commit, files: command.files, by: command.by });
       return [];
+    }
     case 'turn.record': {
       const foreign = command.events.find((event) => !workerMayRecord(event, command.turnId));
       if (foreign) throw new TurnloomError('invalid_payload', `turn.record for ${command.turnId} carries ${foreign.type}, which a worker may not record`, { event: foreign.type });

@@ -1,4 +1,4 @@
-import { DEFAULT_ENVIRONMENT, type ApprovalView, type DomainEvent, type PartView, type ThreadView, type TurnView, addUsage, childId, emptyCursor, zeroUsage } from '../../domain/index.ts';
+import { DEFAULT_ENVIRONMENT, type ApprovalView, defaultPermissions, type DomainEvent, type PartView, type ThreadView, type TurnView, addUsage, childId, emptyCursor, zeroUsage } from '../../domain/index.ts';
 import { approvalMachine, partMachine, sessionMachine, turnMachine } from '../../machines/index.ts';
 import { advanceLifecycle, initialStateName } from './lifecycleState.ts';
 import { advanceCursor } from './logInvariants.ts';
@@ -18,6 +18,7 @@ export function emptyThreadView(threadId: string, at: number): ThreadView {
     workspace: null,
     owner: null,
     environment: DEFAULT_ENVIRONMENT,
+    permissions: defaultPermissions(),
     archived: false,
     createdAt: at,
     updatedAt: at,
@@ -27,7 +28,8 @@ export function emptyThreadView(threadId: string, at: number): ThreadView {
     turns: {},
     openTurnId: null,
     activities: [],
-    checkpointReverts: [],
+    checkpointsOff: null,
+    reverts: [],
     usage: zeroUsage(),
     cursor: emptyCursor(),
   };
@@ -57,6 +59,9 @@ function newTurn(event: Extract<DomainEvent, { type: 'turn.requested' }>, at: nu
     interrupt: null,
     lease: null,
     leases: 0,
+    checkpoint: null,
+    revertedAt: null,
+    mode: event.mode,
     requestedAt: at,
     startedAt: null,
     endedAt: null,
@@ -158,7 +163,11 @@ function advanceStates(view: ThreadView, deliveries: Delivery[]): ThreadView {
 function applyContent(view: ThreadView, event: DomainEvent, at: number, seq: number): ThreadView {
   switch (event.type) {
     case 'thread.created':
-      return { ...view, title: event.title, workspace: event.workspace, owner: event.owner, environment: event.environment, createdAt: at };
+      return { ...view, title: event.title, workspace: event.workspace, owner: event.owner, environment: event.environment, permissions: event.permissions, createdAt: at };
+    case 'thread.configured':
+      return { ...view, permissions: { mode: event.mode ?? view.permissions.mode, rules: event.rules ?? view.permissions.rules } };
+    case 'permission.ruleAdded':
+      return { ...view, permissions: { ...view.permissions, rules: [...view.permissions.rules, event.rule] } };
     case 'thread.renamed':
       return { ...view, title: event.title };
     case 'thread.archived':
@@ -264,6 +273,8 @@ function applyContent(view: ThreadView, event: DomainEvent, at: number, seq: num
             toolCallId: event.toolCallId,
             toolName: event.toolName,
             input: event.input,
+            kind: event.kind,
+            subject: event.subject,
             decidedBy: null,
             note: null,
             reason: null,
@@ -291,8 +302,22 @@ function applyContent(view: ThreadView, event: DomainEvent, at: number, seq: num
         ? { ...view, activities: [...view.activities, activity] }
         : mapTurn(view, event.turnId, (turn) => ({ ...turn, activities: [...turn.activities, activity] }));
     }
-    case 'checkpoint.revertRequested':
-      return { ...view, checkpointReverts: [...view.checkpointReverts, { checkpointId: event.checkpointId, at }] };
+    case 'checkpoint.captured':
+      return mapTurn(view, event.turnId, (turn) => {
+        const checkpoint = turn.checkpoint ?? { before: null, after: null, diff: null };
+        const tree = { ref: event.ref, commit: event.commit };
+        return { ...turn, checkpoint: event.side === 'before' ? { ...checkpoint, before: tree } : { ...checkpoint, after: tree, diff: event.diff } };
+      });
+    case 'checkpoint.unavailable':
+      return { ...view, checkpointsOff: event.reason };
+    case 'checkpoint.reverted': {
+      // A window holds only its newest turns: those it holds are marked, the others are marked in the store's rows.
+      for (const turnId of event.turnIds) {
+        const turn = view.turns[turnId];
+        if (turn) view.turns[turnId] = { ...turn, revertedAt: seq };
+      }
+      return { ...view, reverts: [...view.reverts, { seq, at, by: event.by, turnIds: event.turnIds, files: event.files }] };
+    }
   }
 }
 

@@ -26,10 +26,14 @@ export function routeEvent(event: DomainEvent): Delivery[] {
     case 'thread.renamed':
     case 'thread.archived':
     case 'activity.recorded':
-    case 'checkpoint.revertRequested':
+    case 'checkpoint.captured':
+    case 'checkpoint.unavailable':
+    case 'checkpoint.reverted':
     // Who holds a turn is the engine's business, not a lifecycle's: leases are checked in decide.
     case 'turn.leased':
     case 'turn.leaseLost':
+    case 'thread.configured':
+    case 'permission.ruleAdded':
       return [];
     case 'session.started':
     case 'session.failed':

@@ -1,4 +1,4 @@
 export { Worker } from './worker.ts';
 export type { WorkerOptions } from './worker.ts';
-export type { TurnLoopOptions } from './turnLoop.ts';
+export type { TurnLoopOptions, CheckpointSetting } from './turnLoop.ts';
 export { WorkerLink } from './workerLink.ts';

@@ -3,6 +3,7 @@ import type { ThreadWatch } from '../../client/threadWatch.ts';
 import {
   type DomainEvent,
   type PartView,
+  type PermissionMode,
   type ProviderAdapter,
   ProviderError,
   type ProviderErrorInfo,
@@ -10,8 +11,11 @@ import {
   type ThreadView,
   type ToolCall,
   type ToolExecutor,
+  type ToolKind,
   type TurnView,
   TurnloomError,
+  type WorkspaceCheckpoints,
+  decidePermission,
 } from '../../domain/index.ts';
 import {
   type StepAnswer,
@@ -29,6 +33,7 @@ import { deriveMessages, requestDigest, systemPrompt } from '../runtime/deriveRe
 import { type RetryPolicy, retryDelay } from '../runtime/retryPolicy.ts';
 import { type LiveDelta, StepIngestion } from '../runtime/stepIngestion.ts';
 import type { Outbox } from './outbox.ts';
+import { turnTools } from './turnTools.ts';
 
 export interface TurnLoopOptions {
   /** A stream silent this long counts as a dropped connection. */
@@ -54,6 +59,9 @@ export interface TurnLoopOptions {
   interceptRequest?: (request: ProviderRequest) => ProviderRequest;
 }
 
+/** A workspace's checkpoints, or why it keeps none (it is not a git repository). */
+export type CheckpointSetting = { store: WorkspaceCheckpoints } | { off: string };
+
 /** Why a turn's work stopped before it ended by itself. */
 export type StopReason = { kind: 'interrupt'; reason: string } | { kind: 'leaseLost' } | { kind: 'shutdown'; reason: string } | { kind: 'engineAway'; reason: string };
 
@@ -65,17 +73,15 @@ export interface TurnWork {
   fold: ThreadWatch;
   outbox: Outbox;
   adapter: ProviderAdapter | undefined;
+  /** The workspace's tools, run for every call the provider does not run itself. */
+  tools: ToolExecutor | undefined;
+  /** Where the work tree is captured before the turn's first change and after it; `off` says why it is not. */
+  checkpoints: CheckpointSetting | undefined;
   live: (delta: LiveDelta) => void;
   /** Aborted with a `StopReason`. */
   signal: AbortSignal;
   options: TurnLoopOptions;
 }
-
-const noTools: ToolExecutor = {
-  specs: () => [],
-  needsApproval: () => false,
-  execute: async (call) => ({ output: `no tool named ${call.name} is available`, isError: true }),
-};
 
 class StepFailed extends Error {
   readonly info: ProviderErrorInfo;
@@ -111,7 +117,7 @@ export async function runTurn(work: TurnWork): Promise<void> {
     const adapter = work.adapter;
     if (!adapter) throw new TurnloomError('unavailable', `no provider "${turn().provider.name}" is configured on this worker`);
     if (turn().state === 'requested') await open(work, adapter);
-    const tools = adapter.tools ?? noTools;
+    const tools = turnTools(adapter.tools, work.tools);
     let attempt = 1;
     let answered = turn().steps.filter((step) => step.outcome === 'toolCalls').length;
     for (let step = turn().steps.length + 1; ; step++) {
@@ -139,10 +145,12 @@ export async function runTurn(work: TurnWork): Promise<void> {
       attempt = 1;
       const answer: StepAnswer = { step, usage: ingestion.usage, stopReason: ingestion.stopReason, rawReason: ingestion.rawReason, toolCalls: ingestion.toolCalls };
       if (answer.toolCalls.length === 0) {
+        await captureAfter(work);
         await outbox.record(completeTurn(turnId, answer));
         return;
       }
       if (!(typeof options.runTools === 'function' ? options.runTools(step) : options.runTools)) {
+        await captureAfter(work);
         await reachWritten(work);
         await outbox.record(endWithoutTools(turnId, answer, turn().messages[1].parts));
         return;
@@ -164,6 +172,7 @@ export async function runTurn(work: TurnWork): Promise<void> {
         await settle({ kind: 'failed', error: stop.reason });
         return;
       }
+      await captureAfter(work).catch(() => undefined);
       await settle({ kind: 'interrupted', cause: 'provider', reason: turn().interrupt?.reason ?? stop.reason });
       return;
     }
@@ -171,6 +180,7 @@ export async function runTurn(work: TurnWork): Promise<void> {
     if (!(error instanceof StepFailed) && !(error instanceof TurnloomError)) console.error(`turnloom worker: turn ${turnId} failed`, error);
     const failure = error instanceof StepFailed ? { provider: error.info } : (error as Error);
     await outbox.record([failureActivity(turnId, failure)]).catch(() => undefined);
+    await captureAfter(work).catch(() => undefined);
     await settle({ kind: 'failed', error: error instanceof StepFailed ? `${error.info.kind}: ${error.info.message}` : (error as Error).message });
   }
 }
@@ -242,9 +252,17 @@ async function runTool(work: TurnWork, call: ToolCall, tools: ToolExecutor): Pro
   if (!part || part.state !== 'running.tool.inputReady') return; // refused earlier; its diagnostic says why
   const partId = part.id;
   const executing: DomainEvent = { type: 'tool.executing', turnId, partId, toolCallId: call.callId };
-  if (tools.needsApproval(call)) {
+  const { kind, subject } = tools.classify(call);
+  const view = work.fold.context.view!;
+  const mode = view.turns[turnId]!.mode ?? view.permissions.mode;
+  const permission = decidePermission(view.permissions, mode, { tool: call.name, kind, subject });
+  if (permission === 'deny') {
+    await work.outbox.record([{ type: 'part.failed', turnId, partId, error: refusal(mode, kind) }]);
+    return;
+  }
+  if (permission === 'ask') {
     const approvalId = approvalIdFor(partId);
-    await work.outbox.record([{ type: 'approval.requested', turnId, approvalId, partId, toolCallId: call.callId, toolName: call.name, input: call.input }]);
+    await work.outbox.record([{ type: 'approval.requested', turnId, approvalId, partId, toolCallId: call.callId, toolName: call.name, input: call.input, kind, subject }]);
     await reachWritten(work);
     // Refused by the machines (the turn is being stopped): nobody will answer, so nothing runs.
     if (!work.fold.context.view!.turns[turnId]!.approvals.some((approval) => approval.id === approvalId)) return;
@@ -252,8 +270,10 @@ async function runTool(work: TurnWork, call: ToolCall, tools: ToolExecutor): Pro
     // Acting on the decision is consuming it, a refusal included: the second confirmation.
     if (decision === 'denied') await work.outbox.record([{ type: 'approval.consumed', turnId, approvalId }]);
     if (decision !== 'granted') return;
+    if (kind !== 'read') await captureBefore(work);
     await work.outbox.record([{ type: 'approval.consumed', turnId, approvalId }, executing]);
   } else {
+    if (kind !== 'read') await captureBefore(work);
     await work.outbox.record([executing]);
   }
   // The machines refuse a start after an interrupt; only a tool recorded as running may run.
@@ -262,6 +282,50 @@ async function runTool(work: TurnWork, call: ToolCall, tools: ToolExecutor): Pro
   const result = await untilAborted(tools.execute(call, signal), signal);
   await work.outbox.record([toolOutcomeEvent(turnId, partId, call, cutToolOutput(result.output, options.maxToolOutputChars), result.isError)]);
 }
+
+/**
+ * The work tree before the turn's first change, once per turn; a workspace
+ * without checkpoints says so once per thread. A capture that fails is
+ * noted and the turn goes on: losing the undo is better than losing the turn.
+ */
+async function captureBefore(work: TurnWork): Promise<void> {
+  const { checkpoints, turnId, threadId } = work;
+  const view = work.fold.context.view!;
+  if (!checkpoints) return;
+  if ('off' in checkpoints) {
+    if (view.checkpointsOff === null) await work.outbox.record([{ type: 'checkpoint.unavailable', reason: checkpoints.off }]);
+    return;
+  }
+  if (view.turns[turnId]!.checkpoint?.before) return;
+  try {
+    const tree = await checkpoints.store.capture(threadId, turnId, 'before');
+    await work.outbox.record([{ type: 'checkpoint.captured', turnId, side: 'before', ref: tree.ref, commit: tree.commit, diff: null }]);
+  } catch (error) {
+    await work.outbox.record([{ type: 'activity.recorded', turnId, kind: 'diagnostic', message: `no checkpoint before this turn: ${(error as Error).message}`, data: {} }]);
+  }
+}
+
+/** The work tree after a turn that changed it, with what it changed. */
+async function captureAfter(work: TurnWork): Promise<void> {
+  const { checkpoints, turnId, threadId } = work;
+  await reachWritten(work);
+  const before = work.fold.context.view!.turns[turnId]!.checkpoint?.before;
+  if (!checkpoints || 'off' in checkpoints || !before) return;
+  try {
+    const tree = await checkpoints.store.capture(threadId, turnId, 'after');
+    const diff = await checkpoints.store.diff(before.commit, tree.commit, { maxChars: MAX_RECORDED_DIFF_CHARS });
+    await work.outbox.record([{ type: 'checkpoint.captured', turnId, side: 'after', ref: tree.ref, commit: tree.commit, diff }]);
+  } catch (error) {
+    await work.outbox.record([{ type: 'activity.recorded', turnId, kind: 'diagnostic', message: `no checkpoint after this turn: ${(error as Error).message}`, data: {} }]);
+  }
+}
+
+/** The log keeps each turn's diff (so anyone can read it without the workspace), up to this much. */
+const MAX_RECORDED_DIFF_CHARS = 200_000;
+
+/** Why a call was refused without asking, as the model reads it. */
+const refusal = (mode: PermissionMode, kind: ToolKind): string =>
+  mode === 'read-only' && kind !== 'read' ? `this run is read-only: ${kind === 'edit' ? 'files may not be changed' : 'commands may not run'}` : 'a rule of this thread denies this call';
 
 /** The decision on an approval, whichever client made it, as soon as the fold has it. */
 function decided(work: TurnWork, approvalId: string): Promise<Decision> {

@@ -3,12 +3,14 @@ import { hostname } from 'node:os';
 import { z } from 'zod';
 import { JSON_TYPE, MSGPACK, type Subjects, decode, encode, subjects as subjectsFor } from '../../bus/index.ts';
 import { ThreadWatch } from '../../client/threadWatch.ts';
-import { type Bus, type BusSubscription, DEFAULT_ENVIRONMENT, type ProviderAdapter, type ProviderChoice, TurnloomError } from '../../domain/index.ts';
-import type { HelloAnswer } from '../dispatch/workerProtocol.ts';
+import { type Bus, type BusSubscription, DEFAULT_ENVIRONMENT, type ProviderAdapter, type ProviderChoice, type ToolExecutor, TurnloomError, type WorkspaceCheckpoints } from '../../domain/index.ts';
+import { type HelloAnswer, type RestoreAnswer, restoreSchema } from '../dispatch/workerProtocol.ts';
+import { DEFAULT_MAX_PAYLOAD } from '../api/apiServer.ts';
+import { Inflight, answerRequest, parseParams } from '../api/requestReply.ts';
 import { defaultRetryPolicy } from '../runtime/retryPolicy.ts';
 import { LeasedThread } from './leasedThread.ts';
 import { Outbox, type OutboxBounds } from './outbox.ts';
-import { type StopReason, type TurnLoopOptions, runTurn } from './turnLoop.ts';
+import { type CheckpointSetting, type StopReason, type TurnLoopOptions, runTurn } from './turnLoop.ts';
 import { WorkerLink, isTransient } from './workerLink.ts';
 
 export interface WorkerOptions {
@@ -19,6 +21,10 @@ export interface WorkerOptions {
   environment?: string;
   /** The folder it works in, shown by `worker.list`. */
   workspace?: string | null;
+  /** The tools of its workspace, run for the model's calls (none: every call fails, saying there is no workspace). */
+  tools?: ToolExecutor;
+  /** Its workspace's checkpoints (before and after each turn that changes it), or why it keeps none. */
+  checkpoints?: CheckpointSetting;
   /** The adapter for a turn's provider choice; `undefined` fails the turn with a clear error. */
   adapterFor: (choice: ProviderChoice) => ProviderAdapter | undefined;
   /** Turns it runs at once (default 64: a turn mostly waits on its provider). */
@@ -63,6 +69,8 @@ export class Worker {
   private heartbeatMs = 2_000;
   private heartbeat: NodeJS.Timeout | undefined;
   private offers: BusSubscription | undefined;
+  private tasks: BusSubscription | undefined;
+  private readonly taskWork = new Inflight('worker tasks');
   private stopping = false;
 
   constructor(private readonly options: WorkerOptions) {
@@ -97,9 +105,26 @@ export class Worker {
       }
       this.take(offer.threadId, offer.turnId);
     });
+    const checkpoints = this.options.checkpoints;
+    if (checkpoints && 'store' in checkpoints) {
+      // One worker of the environment answers each task: they share the workspace.
+      this.tasks = this.bus.subscribe(
+        this.subjects.workspaceTasks(this.environment),
+        (message) => this.taskWork.track(answerRequest(this.bus, message, DEFAULT_MAX_PAYLOAD, `worker ${this.workerId}`, (body) => this.restore(checkpoints.store, body))),
+        { queue: 'turnloom-workspace' },
+      );
+    }
     await this.bus.flush();
     await this.beat();
     return this;
+  }
+
+  /** Puts the work tree back to a checkpoint, unless a turn of that thread is running here (it would write over the restored files). */
+  private async restore(store: WorkspaceCheckpoints, body: unknown): Promise<RestoreAnswer> {
+    const request = parseParams(restoreSchema, body, 'restore');
+    const busy = [...this.runs.values()].find((run) => run.threadId === request.threadId);
+    if (busy) throw new TurnloomError('conflict', `turn ${busy.turnId} of thread ${request.threadId} is running on worker ${this.workerId}`, { turnId: busy.turnId });
+    return { files: await store.restore(request.commit) };
   }
 
   get runningTurns(): number {
@@ -198,6 +223,8 @@ export class Worker {
         fold,
         outbox,
         adapter: this.options.adapterFor(fold.context.view!.turns[turnId]!.provider),
+        tools: this.options.tools,
+        checkpoints: this.options.checkpoints,
         live: (delta) => {
           try {
             this.bus.publish(this.subjects.live(threadId), encode(delta, MSGPACK), { headers: { 'content-type': MSGPACK } });
@@ -223,6 +250,8 @@ export class Worker {
     this.stopping = true;
     clearTimeout(this.heartbeat);
     this.offers?.unsubscribe();
+    this.tasks?.unsubscribe();
+    await this.taskWork.settled();
     for (const run of this.runs.values()) run.controller.abort({ kind: 'shutdown', reason: 'the worker is shutting down' } satisfies StopReason);
     const grace = setTimeout(() => this.closing.abort(), this.options.stopGraceMs ?? 5_000);
     await Promise.allSettled([...this.runs.values()].map((run) => run.done));

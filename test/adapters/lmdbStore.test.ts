@@ -22,8 +22,8 @@ function batchFor(threadId: string, commandId: string, events: DomainEvent[], ex
   };
 }
 
-const created: DomainEvent = { type: 'thread.created', title: 'x', workspace: null, owner: null, environment: 'default' };
-const requested: DomainEvent = { type: 'turn.requested', turnId: 't1', input: { text: 'hi' }, provider: { name: 'scripted', model: null } };
+const created: DomainEvent = { type: 'thread.created', title: 'x', workspace: null, owner: null, environment: 'default', permissions: { mode: 'ask', rules: [] } };
+const requested: DomainEvent = { type: 'turn.requested', turnId: 't1', input: { text: 'hi' }, provider: { name: 'scripted', model: null }, mode: null };
 
 describe('LMDB store', () => {
   let dir: ReturnType<typeof tempDir>;

@@ -93,10 +93,12 @@ describe('headless API over the in-process bus', () => {
     expect(twice.details).toEqual({ machine: 'approval', state: 'approved', event: 'approval.denied' });
   });
 
-  it('answers health to anyone and says plainly that checkpoint diffs are not available yet', async () => {
+  it('answers health to anyone, and not_found for the diff or revert of a turn that changed nothing', async () => {
     expect(await client.call('health', {})).toMatchObject({ status: 'ok', service: 'turnloom' });
     const { threadId } = await client.call('thread.create', {});
-    expect((await errorOf(client.call('checkpoint.diff', { threadId }))).code).toBe('unavailable');
+    expect(await client.call('checkpoint.list', { threadId })).toEqual({ checkpoints: [], off: null });
+    expect((await errorOf(client.call('checkpoint.diff', { threadId, checkpointId: 'nope' }))).code).toBe('not_found');
+    expect((await errorOf(client.call('checkpoint.revert', { threadId, checkpointId: 'nope' }))).code).toBe('not_found');
   });
 });
 

@@ -9,7 +9,7 @@ const script: ScriptInput = {
   chunkSize: 8,
   delayMs: 30,
   steps: [
-    [{ reasoning: 'Thinking about it for a while, carefully.' }, { text: 'A streaming answer that takes a good second to type out in full.' }, { toolCall: { name: 'probe', durationMs: 200 } }],
+    [{ reasoning: 'Thinking about it for a while, carefully.' }, { text: 'A streaming answer that takes a good second to type out in full.' }, { toolCall: { name: 'probe', result: 'ok', durationMs: 200 } }],
     [{ text: 'And the end of the answer, typed slowly as well.' }],
   ],
 };

@@ -20,7 +20,7 @@ function serve(dir: string, prefix: string) {
     JSON.stringify({
       chunkSize: 8,
       delayMs: 30,
-      steps: [[{ text: 'A streaming answer that takes a good second or two to type out in full, chunk by chunk.' }, { toolCall: { name: 'probe', durationMs: 300 } }], [{ text: 'Done now.' }]],
+      steps: [[{ text: 'A streaming answer that takes a good second or two to type out in full, chunk by chunk.' }, { toolCall: { name: 'probe', result: 'ok', durationMs: 300 } }], [{ text: 'Done now.' }]],
     }),
   );
   const child = spawn(process.execPath, [bin, 'serve', '--nats', inject('natsUrl'), '--prefix', prefix, '--data', join(dir, 'data'), '--script', script], {

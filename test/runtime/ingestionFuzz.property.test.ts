@@ -19,7 +19,7 @@ const eventArb: fc.Arbitrary<ProviderEvent> = fc.oneof(
 /** One model call: some events, then it ends, or breaks with a provider error. */
 const callArb = fc.record({ events: fc.array(eventArb, { maxLength: 25 }), breaks: fc.boolean() });
 
-const tools: ToolExecutor = { specs: () => [], needsApproval: () => false, execute: async () => ({ output: 'ok', isError: false }) };
+const tools: ToolExecutor = { specs: () => [], classify: (call) => ({ kind: 'read', subject: call.name }), execute: async () => ({ output: 'ok', isError: false }) };
 
 describe('ingestion under arbitrary provider streams (property)', () => {
   it('never crashes, always settles the turn, and keeps the read model the fold of the log', async () => {

@@ -11,7 +11,7 @@ import { type EngineFixture, createThread, openEngineFixture, record, startTurn,
 
 const weather: ToolExecutor = {
   specs: () => [{ name: 'weather', description: 'Current weather for a place', inputSchema: { type: 'object', properties: { location: { type: 'string' } } } }],
-  needsApproval: () => false,
+  classify: (call) => ({ kind: 'read', subject: call.name }),
   execute: async (call) => ({ output: `18°C and sunny in ${(call.input as { location: string }).location}`, isError: false }),
 };
 

@@ -81,7 +81,7 @@ describe('the in-process turn runner', () => {
   });
 
   it('interrupts a turn waiting for approval: the approval is cancelled and the tool never ran', async () => {
-    const script: ScriptInput = { steps: [[{ toolCall: { name: 'deploy', input: { env: 'prod' }, approval: true } }]] };
+    const script: ScriptInput = { steps: [[{ toolCall: { name: 'deploy', input: { env: 'prod' }, approval: true, result: 'deployed' } }]] };
     const { client, threadId } = await setup({ scripted: new ScriptedProvider(script) });
     const { turnId } = await client.call('turn.start', { threadId, input: { text: 'ship it' } });
     await expect.poll(async () => (await turnState(client, threadId, turnId)).state, { timeout: 10_000 }).toBe('running.awaitingApproval');
@@ -157,7 +157,7 @@ describe('the in-process turn runner', () => {
   });
 
   it('confirms a refusal as consumed, so no approval is left waiting for its second confirmation', async () => {
-    const script: ScriptInput = { steps: [[{ toolCall: { name: 'rm', input: {}, approval: true } }], [{ text: 'Left it alone.' }]] };
+    const script: ScriptInput = { steps: [[{ toolCall: { name: 'rm', input: {}, approval: true, result: 'removed' } }], [{ text: 'Left it alone.' }]] };
     const { client, threadId } = await setup({ scripted: new ScriptedProvider(script) });
     const { turnId } = await client.call('turn.start', { threadId, input: { text: 'clean' } });
     await expect.poll(async () => (await client.call('approval.list', { threadId })).approvals.length, { timeout: 10_000 }).toBe(1);

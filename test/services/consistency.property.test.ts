@@ -99,7 +99,7 @@ function concrete(op: Op, view: ThreadView, n: number): Command {
     case 'tool.failed': return ev({ type: 'tool.failed', turnId, partId, toolCallId: callId, error: 'bad' });
     case 'part.failed': return ev({ type: 'part.failed', turnId, partId, error: 'bad' });
     case 'part.interrupted': return ev({ type: 'part.interrupted', turnId, partId, reason: 'x', tool: null });
-    case 'approval.requested': return ev({ type: 'approval.requested', turnId, approvalId: `a${n}`, partId, toolCallId: callId, toolName: 'bash', input: {} });
+    case 'approval.requested': return ev({ type: 'approval.requested', turnId, approvalId: `a${n}`, partId, toolCallId: callId, toolName: 'bash', input: {}, kind: 'command', subject: 'ls' });
     case 'approval.consumed': return ev({ type: 'approval.consumed', turnId, approvalId: approval?.id ?? 'none' });
     case 'approval.undelivered': return ev({ type: 'approval.undelivered', turnId, approvalId: approval?.id ?? 'none', reason: 'x' });
     case 'turn.completed': return ev({ type: 'turn.completed', turnId, stopReason: 'stop' });

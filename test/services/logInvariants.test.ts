@@ -5,8 +5,8 @@ import { type EngineFixture, createThread, openEngineFixture, record, startTurn,
 
 const t = turnEvents('t1');
 const opening: DomainEvent[] = [
-  { type: 'thread.created', title: 'x', workspace: null, owner: null, environment: 'default' },
-  { type: 'turn.requested', turnId: 't1', input: { text: 'hi' }, provider: { name: 'scripted', model: null } },
+  { type: 'thread.created', title: 'x', workspace: null, owner: null, environment: 'default', permissions: { mode: 'ask', rules: [] } },
+  { type: 'turn.requested', turnId: 't1', input: { text: 'hi' }, provider: { name: 'scripted', model: null }, mode: null },
   t.started(),
   t.step(1),
 ];

@@ -105,6 +105,8 @@ export function turnEvents(turnId: string) {
       toolCallId,
       toolName: 'bash',
       input: { cmd: 'rm -rf build' },
+      kind: 'command',
+      subject: 'rm -rf build',
     }),
     stepFinished: (step: number, outcome: 'stop' | 'toolCalls' = 'stop'): DomainEvent => ({
       type: 'step.finished',

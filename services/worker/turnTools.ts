@@ -1,0 +1,23 @@
+import type { ToolCall, ToolExecutor, ToolResult } from '../../domain/index.ts';
+
+const noWorkspace: ToolExecutor = {
+  specs: () => [],
+  classify: () => ({ kind: 'command', subject: '' }),
+  execute: async (call) => ({ output: `no tool named ${call.name} is available: this worker serves no workspace`, isError: true }),
+};
+
+/**
+ * The tools one turn may call: the provider's own (a replay's recorded
+ * results, a script's canned ones) for the calls it takes, the worker's
+ * workspace tools for every other. The model is shown the workspace's.
+ */
+export function turnTools(own: ToolExecutor | undefined, workspace: ToolExecutor | undefined): ToolExecutor {
+  const fallback = workspace ?? noWorkspace;
+  if (!own) return fallback;
+  const pick = (call: ToolCall): ToolExecutor => (own.handles === undefined || own.handles(call) ? own : fallback);
+  return {
+    specs: () => (workspace ? workspace.specs() : own.specs()),
+    classify: (call) => pick(call).classify(call),
+    execute: (call, signal): Promise<ToolResult> => pick(call).execute(call, signal),
+  };
+}
