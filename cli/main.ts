@@ -8,6 +8,7 @@ const packageRoot = fileURLToPath(new URL('..', import.meta.url));
 
 // Each command is loaded only when it runs: replay brings both provider SDKs, which take a second to import.
 const commands = {
+  run: () => import('./runCommand.ts').then((module) => ({ run: module.runCommand, usage: module.runUsage })),
   demo: () => import('./demoCommand.ts').then((module) => ({ run: module.demoCommand, usage: module.demoUsage })),
   serve: () => import('./serveCommand.ts').then((module) => ({ run: module.serveCommand, usage: module.serveUsage })),
   worker: () => import('./workerCommand.ts').then((module) => ({ run: module.workerCommand, usage: module.workerUsage })),
@@ -19,6 +20,7 @@ async function usage(): Promise<string> {
   return `turnloom <command>
 
 commands:
+  run "PROMPT"       one turn on a workspace, engine and worker in this process (see below)
   demo               one turn end to end on the embedded defaults (see below)
   serve              run the engine and its headless API, with a local worker (see below)
   worker             run turns for an engine elsewhere, over NATS (see below)
@@ -48,6 +50,7 @@ async function main(argv: string[]): Promise<number> {
       if (stale.length === 0) console.log('charts are up to date');
       return 0;
     }
+    case 'run':
     case 'demo':
     case 'serve':
     case 'worker':
@@ -60,7 +63,7 @@ async function main(argv: string[]): Promise<number> {
       console.log(await usage());
       return 0;
     default:
-      throw new UsageError(`unknown command "${command}"; the commands are demo, serve, worker, replay and charts (turnloom --help)`);
+      throw new UsageError(`unknown command "${command}"; the commands are run, demo, serve, worker, replay and charts (turnloom --help)`);
   }
 }
 

@@ -1,0 +1,76 @@
+import { createInterface } from 'node:readline';
+import type { ApprovalView } from '../../domain/index.ts';
+import { toolLabel } from './turnProgress.ts';
+
+/** Who answers approvals in a run: the person at the keyboard, or a standing policy when nobody is there. */
+export type ApprovalPolicy = 'ask' | 'auto' | 'deny';
+
+export interface ApprovalAnswer {
+  decision: 'once' | 'always' | 'deny';
+  note: string | null;
+}
+
+/** Lines typed by a person; `null` once the input has ended (nobody is left to answer). */
+export interface LineSource {
+  question(prompt: string): Promise<string | null>;
+  close(): void;
+}
+
+/** Reads answers from a stream (a terminal, or a pipe a script writes to). */
+export function lineSource(input: NodeJS.ReadableStream, output: NodeJS.WritableStream, onInterrupt: () => void): LineSource {
+  const lines = createInterface({ input, output, terminal: (input as { isTTY?: boolean }).isTTY === true });
+  let ended = false;
+  const waiting = new Set<(line: string | null) => void>();
+  lines.on('close', () => {
+    ended = true;
+    for (const resolve of waiting) resolve(null);
+    waiting.clear();
+  });
+  // In raw mode Ctrl-C reaches readline, not the process.
+  lines.on('SIGINT', onInterrupt);
+  return {
+    question: (prompt) =>
+      ended
+        ? Promise.resolve(null)
+        : new Promise((resolve) => {
+            waiting.add(resolve);
+            lines.question(prompt, (line) => {
+              waiting.delete(resolve);
+              resolve(line);
+            });
+          }),
+    close: () => lines.close(),
+  };
+}
+
+/**
+ * The answer to one approval. `auto` and `deny` answer at once, saying so;
+ * `ask` asks: y (once), a (always: a rule for this thread), n (deny, with a
+ * note the model reads). Input that ends denies, so a run never hangs.
+ */
+export async function answerApproval(policy: ApprovalPolicy, approval: ApprovalView, lines: () => LineSource, say: (line: string) => void): Promise<ApprovalAnswer> {
+  const what = `${approval.kind} ${toolLabel(approval.toolName, approval.input)}`;
+  if (policy === 'auto') {
+    say(`✔ allowed ${what} (--approve auto)`);
+    return { decision: 'once', note: null };
+  }
+  if (policy === 'deny') {
+    say(`✘ denied ${what} (--approve deny)`);
+    return { decision: 'deny', note: 'nobody was there to approve it (the run denies what needs approval)' };
+  }
+  for (;;) {
+    const line = await lines().question(`? allow ${what}  [y]es once / [a]lways in this thread / [n]o: `);
+    if (line === null) {
+      say(`✘ denied ${what}: no one answered (input ended)`);
+      return { decision: 'deny', note: 'nobody answered' };
+    }
+    const choice = line.trim().toLowerCase();
+    if (choice === 'y' || choice === 'yes') return { decision: 'once', note: null };
+    if (choice === 'a' || choice === 'always') return { decision: 'always', note: null };
+    if (choice === 'n' || choice === 'no') {
+      const note = await lines().question('  why (the model reads this; Enter to skip): ');
+      return { decision: 'deny', note: note?.trim() ? note.trim() : null };
+    }
+    say('  answer y, a or n');
+  }
+}

@@ -1,0 +1,158 @@
+import { InProcessHub } from '../../bus/index.ts';
+import { TurnloomClient } from '../../client/index.ts';
+import type { PermissionMode, ProviderAdapter, ProviderChoice, TurnView, Usage } from '../../domain/index.ts';
+import { TurnloomError } from '../../domain/index.ts';
+import { startTurnloomServer } from '../../services/turnloomServer.ts';
+import { openStore } from '../openStore.ts';
+import { tempFolder } from '../tempFolder.ts';
+import type { WorkspaceSetup } from '../workspaceSetup.ts';
+import { type ApprovalPolicy, type LineSource, answerApproval, lineSource } from './approvalAnswers.ts';
+import { TerminalView } from './terminalView.ts';
+import { TurnProgress } from './turnProgress.ts';
+
+export interface RunRequest {
+  prompt: string;
+  workspace: WorkspaceSetup;
+  /** Where the thread is kept; `null`: a temporary folder, removed after the run. */
+  dataDir: string | null;
+  /** Continue this thread (it must be in `dataDir`). */
+  threadId: string | null;
+  providers: Record<string, ProviderAdapter>;
+  provider: ProviderChoice;
+  policy: ApprovalPolicy;
+  mode: PermissionMode | undefined;
+  /** Where the run is shown; `null` for `--json` (only the report is printed). */
+  view: { out: NodeJS.WritableStream; tty: boolean } | null;
+  /** Where approvals are asked (and lines typed); also where notes go. */
+  input: NodeJS.ReadableStream;
+  prompts: NodeJS.WritableStream;
+}
+
+export interface RunReport {
+  threadId: string;
+  turnId: string;
+  status: string;
+  text: string;
+  toolCalls: Array<{ name: string; input: unknown; state: string; output: string | null; error: string | null }>;
+  approvals: Array<{ toolName: string; kind: string; subject: string; state: string; decidedBy: string | null; note: string | null }>;
+  checkpoint: { id: string; files: Array<{ path: string; status: string; additions: number; deletions: number }> } | null;
+  usage: Usage;
+  /** How many events the thread's log holds after the run. */
+  events: number;
+}
+
+const settledStates = ['completed', 'failed', 'interrupted'];
+
+/**
+ * One turn on an embedded engine and worker, in this process: the in-process
+ * bus, LMDB (kept in `dataDir`, or thrown away), the workspace's tools and
+ * checkpoints. The first Ctrl-C interrupts the turn (it settles cleanly); a
+ * second one leaves at once.
+ */
+export async function runEmbedded(request: RunRequest): Promise<RunReport> {
+  const temporary = request.dataDir === null ? tempFolder('turnloom-run-') : null;
+  const store = openStore(request.dataDir ?? temporary!.path);
+  const hub = new InProcessHub();
+  const { workspace } = request;
+  const server = await startTurnloomServer({
+    bus: hub.connect(),
+    store,
+    providers: request.providers,
+    defaultProvider: request.provider,
+    localWorker: { workspace: workspace.workspace, tools: workspace.tools, checkpoints: workspace.checkpoints },
+  }).catch(async (error: unknown) => {
+    await store.close().catch(() => undefined);
+    temporary?.remove();
+    throw error;
+  });
+  const client = new TurnloomClient(hub.connect());
+  let lines = null as LineSource | null;
+  try {
+    const threadId = request.threadId ?? (await client.call('thread.create', { title: request.prompt.slice(0, 200), workspace: workspace.workspace, ...(request.mode ? { mode: request.mode } : {}) })).threadId;
+    if (request.threadId && !server.engine.summary(threadId)) {
+      throw new TurnloomError('not_found', `no thread ${threadId} in ${request.dataDir}: pass the --data folder it was run with`, { threadId });
+    }
+    const watch = await client.watchThread(threadId, { via: 'subjects' });
+    const view = request.view ? new TerminalView(request.view.out, request.view.tty) : null;
+    const say = (line: string) => (view ? view.line(line) : request.prompts.write(`${line}\n`));
+    const { turnId } = await client.call('turn.start', {
+      threadId,
+      input: { text: request.prompt },
+      provider: request.provider,
+      ...(request.mode && request.threadId ? { mode: request.mode } : {}),
+    });
+
+    let interrupts = 0;
+    const interrupt = () => {
+      interrupts += 1;
+      if (interrupts > 1) process.exit(130);
+      say('interrupting… (Ctrl-C again to quit at once)');
+      client.call('turn.interrupt', { threadId, turnId, reason: 'interrupted with Ctrl-C' }).catch((error: unknown) => say(`could not interrupt: ${(error as Error).message}`));
+    };
+    process.on('SIGINT', interrupt);
+    const readLines = () => (lines ??= lineSource(request.input, request.prompts, interrupt));
+    try {
+      const turn = await follow(watch, turnId, new TurnProgress(), view, async (approval) => {
+        const answer = await answerApproval(request.policy, approval, readLines, say);
+        await client.call('approval.respond', { threadId, approvalId: approval.id, decision: answer.decision, note: answer.note });
+      });
+      view?.close();
+      await watch.settled();
+      const report = reportOf(threadId, turn, watch.context.seq);
+      watch.close();
+      return report;
+    } finally {
+      process.off('SIGINT', interrupt);
+    }
+  } finally {
+    lines?.close();
+    await client.bus.close().catch(() => undefined);
+    await server.stop();
+    temporary?.remove();
+  }
+}
+
+/** Shows the turn as its view changes and answers its approvals one by one, until it settles. */
+function follow(
+  watch: Awaited<ReturnType<TurnloomClient['watchThread']>>,
+  turnId: string,
+  progress: TurnProgress,
+  view: TerminalView | null,
+  answer: (approval: TurnView['approvals'][number]) => Promise<void>,
+): Promise<TurnView> {
+  return new Promise<TurnView>((resolve, reject) => {
+    let answering = Promise.resolve();
+    const check = () => {
+      const turn = watch.context.view?.turns[turnId];
+      if (!turn) return;
+      for (const item of progress.next(turn)) {
+        view?.show(item);
+        if (item.kind === 'approval') answering = answering.then(() => answer(item.approval)).catch(reject);
+      }
+      if (settledStates.includes(turn.state)) {
+        subscription.unsubscribe();
+        resolve(turn);
+      }
+      if (watch.context.status === 'failed') reject(new TurnloomError('unavailable', `lost the thread: ${watch.context.error}`));
+    };
+    const subscription = watch.store.subscribe(check);
+    check();
+  });
+}
+
+function reportOf(threadId: string, turn: TurnView, events: number): RunReport {
+  const parts = turn.messages[1].parts;
+  return {
+    threadId,
+    turnId: turn.id,
+    status: turn.state,
+    text: parts.filter((part) => part.kind === 'text').map((part) => part.text).join('\n\n'),
+    toolCalls: parts.flatMap((part) => (part.tool ? [{ name: part.tool.name, input: part.tool.input, state: part.state, output: part.tool.output, error: part.error }] : [])),
+    approvals: turn.approvals.map(({ toolName, kind, subject, state, decidedBy, note }) => ({ toolName, kind, subject, state, decidedBy, note })),
+    checkpoint: turn.checkpoint?.diff
+      ? { id: turn.id, files: turn.checkpoint.diff.files.map(({ path, status, additions, deletions }) => ({ path, status, additions, deletions })) }
+      : null,
+    usage: turn.usage,
+    events,
+  };
+}

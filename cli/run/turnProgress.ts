@@ -1,0 +1,59 @@
+import type { ApprovalView, PartView, TurnView } from '../../domain/index.ts';
+
+/** What a terminal shows next of a running turn. */
+export type Progress =
+  | { kind: 'text' | 'reasoning'; partId: string; text: string }
+  | { kind: 'toolStarted'; partId: string; label: string }
+  | { kind: 'toolEnded'; partId: string; label: string; ok: boolean; detail: string }
+  | { kind: 'approval'; approval: ApprovalView };
+
+const ended = (part: PartView) => ['completed', 'error', 'interrupted'].includes(part.state);
+
+/** How a tool call reads on one line: its name and what it touches. */
+export function toolLabel(name: string, input: unknown): string {
+  const fields = (input ?? {}) as Record<string, unknown>;
+  const subject = [fields.command, fields.path, fields.pattern].find((value) => typeof value === 'string') as string | undefined;
+  const oneLine = subject?.replace(/\s+/g, ' ');
+  return oneLine ? `${name} ${oneLine.length > 80 ? `${oneLine.slice(0, 79)}…` : oneLine}` : name;
+}
+
+/**
+ * Turns successive views of one turn into what is new since the last one:
+ * text as it grows, tool calls as they start and end, approvals as they are
+ * asked. Everything comes from the committed log, so what is shown is what
+ * was recorded.
+ */
+export class TurnProgress {
+  private readonly shown = new Map<string, number>();
+  private readonly running = new Set<string>();
+  private readonly closed = new Set<string>();
+  private readonly asked = new Set<string>();
+
+  next(turn: TurnView): Progress[] {
+    const out: Progress[] = [];
+    for (const part of turn.messages[1].parts) {
+      if (part.kind !== 'tool') {
+        const from = this.shown.get(part.id) ?? 0;
+        if (part.text.length > from) out.push({ kind: part.kind, partId: part.id, text: part.text.slice(from) });
+        this.shown.set(part.id, part.text.length);
+        continue;
+      }
+      const label = toolLabel(part.tool!.name, part.tool!.input);
+      if (part.state === 'running.tool.executing' && !this.running.has(part.id)) {
+        this.running.add(part.id);
+        out.push({ kind: 'toolStarted', partId: part.id, label });
+      }
+      if (ended(part) && !this.closed.has(part.id)) {
+        this.closed.add(part.id);
+        const detail = part.state === 'completed' ? (part.tool!.output ?? '') : (part.error ?? part.tool!.output ?? part.state);
+        out.push({ kind: 'toolEnded', partId: part.id, label, ok: part.state === 'completed', detail });
+      }
+    }
+    for (const approval of turn.approvals) {
+      if (approval.state !== 'pending' || this.asked.has(approval.id)) continue;
+      this.asked.add(approval.id);
+      out.push({ kind: 'approval', approval });
+    }
+    return out;
+  }
+}

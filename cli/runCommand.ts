@@ -1,0 +1,93 @@
+import { resolve } from 'node:path';
+import { type PermissionMode, permissionModes } from '../domain/index.ts';
+import { UsageError, parseOptions } from './cliErrors.ts';
+import { providersFromEnvironment } from './providerRegistry.ts';
+import type { ApprovalPolicy } from './run/approvalAnswers.ts';
+import { type RunReport, runEmbedded } from './run/embeddedRun.ts';
+import { workspaceSetup } from './workspaceSetup.ts';
+
+export const runUsage = `turnloom run "<prompt>" [options]   one turn on the workspace, engine and worker in this process
+  --cwd DIR           the workspace the agent works in (default: this folder)
+  --provider NAME     scripted, anthropic, openai-chat or openai-responses (default: the first with a key)
+  --model NAME        the provider's model
+  --approve POLICY    ask (default in a terminal), auto (allow all), or deny (default otherwise)
+  --mode MODE         ask, auto-edits, full or read-only: what runs without asking
+  --data DIR          keep the thread in this LMDB folder (default: a temporary one)
+  --thread ID         continue this thread (needs the --data it was run with)
+  --script FILE       script for the scripted provider (see docs/providers.md)
+  --json              print { threadId, status, text, toolCalls, approvals, checkpoint, usage } and nothing else
+  Keys: OPENAI_API_KEY (+ OPENAI_BASE_URL for any OpenAI-compatible server), ANTHROPIC_API_KEY.`;
+
+const policies: readonly ApprovalPolicy[] = ['ask', 'auto', 'deny'];
+
+export async function runCommand(args: string[]): Promise<number> {
+  const { values, positionals } = parseOptions('run', {
+    args,
+    allowPositionals: true,
+    options: {
+      help: { type: 'boolean', short: 'h', default: false },
+      cwd: { type: 'string', default: '.' },
+      provider: { type: 'string' },
+      model: { type: 'string' },
+      approve: { type: 'string' },
+      mode: { type: 'string' },
+      data: { type: 'string' },
+      thread: { type: 'string' },
+      script: { type: 'string' },
+      json: { type: 'boolean', default: false },
+    },
+  });
+  if (values.help) {
+    console.log(runUsage);
+    return 0;
+  }
+  const prompt = positionals.join(' ').trim();
+  if (prompt === '') throw new UsageError('run: say what to do, e.g. turnloom run "fix the failing test"; see turnloom run --help');
+  const tty = process.stdin.isTTY === true && process.stdout.isTTY === true;
+  const policy = (values.approve ?? (tty ? 'ask' : 'deny')) as ApprovalPolicy;
+  if (!policies.includes(policy)) throw new UsageError(`run: --approve must be ask, auto or deny, not "${values.approve}"`);
+  if (values.mode !== undefined && !permissionModes.includes(values.mode as PermissionMode)) {
+    throw new UsageError(`run: --mode must be one of ${permissionModes.join(', ')}, not "${values.mode}"`);
+  }
+  if (values.thread !== undefined && values.data === undefined) throw new UsageError('run: --thread needs the --data folder the thread was run with');
+
+  const workspace = await workspaceSetup('run', '--cwd', values.cwd!);
+  const setup = await providersFromEnvironment(process.env, values.script);
+  const name = values.provider ?? setup.defaultProvider.name;
+  if (!setup.providers[name]) throw new UsageError(`run: no provider "${name}" (configured: ${Object.keys(setup.providers).join(', ')}; a real one needs its API key)`);
+  const model = values.model ?? (name === setup.defaultProvider.name ? setup.defaultProvider.model : null);
+  const notes = process.stderr;
+  if (Object.keys(setup.providers).length === 1) notes.write('turnloom: no OPENAI_API_KEY or ANTHROPIC_API_KEY is set, so the scripted provider answers\n');
+  if (!values.json) notes.write(`turnloom run — ${name}${model ? ` (${model})` : ''}, ${workspace.summary}, approvals: ${policy}\n`);
+
+  const report = await runEmbedded({
+    prompt,
+    workspace,
+    dataDir: values.data === undefined ? null : resolve(values.data),
+    threadId: values.thread ?? null,
+    providers: setup.providers,
+    provider: { name, model },
+    policy,
+    mode: values.mode as PermissionMode | undefined,
+    view: values.json ? null : { out: process.stdout, tty: process.stdout.isTTY === true },
+    input: process.stdin,
+    prompts: values.json ? process.stderr : process.stdout,
+  });
+  if (values.json) console.log(JSON.stringify(jsonReport(report)));
+  else printSummary(report);
+  return report.status === 'completed' ? 0 : report.status === 'interrupted' ? 130 : 1;
+}
+
+const jsonReport = ({ threadId, turnId, status, text, toolCalls, approvals, checkpoint, usage }: RunReport) => ({ threadId, turnId, status, text, toolCalls, approvals, checkpoint, usage });
+
+function printSummary(report: RunReport): void {
+  const files = report.checkpoint?.files ?? [];
+  const lines = [`\nturn ${report.status} · thread ${report.threadId} · ${report.toolCalls.length} tool calls · ${report.usage.input} in / ${report.usage.output} out tokens`];
+  if (report.checkpoint) {
+    const added = files.reduce((sum, file) => sum + file.additions, 0);
+    const removed = files.reduce((sum, file) => sum + file.deletions, 0);
+    lines.push(`checkpoint ${report.checkpoint.id}: ${files.length} file${files.length === 1 ? '' : 's'} changed, +${added} −${removed}`);
+    for (const file of files) lines.push(`  ${file.status.padEnd(8)} ${file.path}  +${file.additions} −${file.deletions}`);
+  }
+  console.log(lines.join('\n'));
+}
