@@ -1,98 +1,80 @@
+import { mkdirSync, readdirSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { InProcessHub } from '../bus/index.ts';
-import { TurnloomClient } from '../client/index.ts';
-import type { TurnView } from '../domain/index.ts';
-import { startTurnloomServer } from '../services/turnloomServer.ts';
-import { parseOptions } from './cliErrors.ts';
-import { openStore } from './openStore.ts';
-import { providersFromEnvironment } from './providerRegistry.ts';
+import { ScriptedProvider, scriptSchema } from '../adapters/providers/scriptedProvider.ts';
+import { UsageError, parseOptions, readJsonFile } from './cliErrors.ts';
+import { demoPrompt, loginRaceScript, writeLoginRaceProject } from './demo/loginRaceProject.ts';
+import { runEmbedded } from './run/embeddedRun.ts';
+import { printSummary } from './runCommand.ts';
+import { tempFolder } from './tempFolder.ts';
+import { workspaceSetup } from './workspaceSetup.ts';
 
-export const demoUsage = `turnloom demo [options]   one turn end to end on the embedded defaults
-  --prompt TEXT       what to ask (default: a small coding request)
+export const demoUsage = `turnloom demo [options]   the seed scenario on a scratch git repository, with the scripted provider
+  --prompt TEXT       what to ask (default: "${demoPrompt}")
   --data DIR          LMDB data folder (default .turnloom/demo)
-  --deny              refuse the tool approval instead of allowing it
-  --script FILE       script for the scripted provider (see docs/providers.md)`;
-
-const settled = (turn: TurnView | undefined) => turn !== undefined && ['completed', 'failed', 'interrupted'].includes(turn.state);
+  --dir DIR           build the scratch project here, an empty or new folder, and keep it (default: a temporary one)
+  --deny              refuse the test runs instead of allowing them
+  --script FILE       another script for the scripted provider (see docs/providers.md)
+  --json              print { threadId, status, approvals, toolCalls, checkpoint: { files }, events } and nothing else`;
 
 /**
- * The main job on embedded defaults: the engine, its API and a client on the
- * in-process bus, LMDB in a local folder, and the scripted provider unless an
- * API key is set. Streams the answer as it is typed, answers the approval,
- * and prints what was recorded.
+ * The main job on embedded defaults, as the seeds tell it: a project with a
+ * real race in its login and a failing test; the agent reads the code, asks
+ * to run the tests (the demo allows it, visibly), edits the file, runs the
+ * tests again and finishes; then the turn's diff from its checkpoint.
  */
 export async function demoCommand(args: string[]): Promise<number> {
   const { values } = parseOptions('demo', {
     args,
     options: {
       help: { type: 'boolean', short: 'h', default: false },
-      prompt: { type: 'string', default: 'Find out why the login test is flaky and fix it.' },
+      prompt: { type: 'string', default: demoPrompt },
       data: { type: 'string', default: '.turnloom/demo' },
+      dir: { type: 'string' },
       deny: { type: 'boolean', default: false },
       script: { type: 'string' },
+      json: { type: 'boolean', default: false },
     },
   });
   if (values.help) {
     console.log(demoUsage);
     return 0;
   }
-  const hub = new InProcessHub();
-  const setup = await providersFromEnvironment(process.env, values.script);
+  const script = values.script ? readJsonFile('--script', values.script, scriptSchema, { expected: 'a script for the scripted provider (see docs/providers.md)' }) : loginRaceScript;
   const dataDir = resolve(values.data!);
-  const store = openStore(dataDir);
-  const server = await startTurnloomServer({ bus: hub.connect(), store, providers: setup.providers, defaultProvider: setup.defaultProvider }).catch(async (error: unknown) => {
-    await store.close().catch(() => {});
-    throw error;
-  });
+  const scratch = values.dir === undefined ? tempFolder('turnloom-demo-') : null;
+  const projectDir = values.dir === undefined ? scratch!.path : resolve(values.dir);
   try {
-    return await runDemo(hub, dataDir, setup.summary, values.prompt!, values.deny!);
-  } finally {
-    await server.stop();
-  }
-}
-
-async function runDemo(hub: InProcessHub, dataDir: string, summary: string, prompt: string, deny: boolean): Promise<number> {
-  const client = new TurnloomClient(hub.connect());
-  console.log(`turnloom demo — in-process bus, data in ${dataDir}, ${summary}\n`);
-
-  const { threadId } = await client.call('thread.create', { title: 'demo', workspace: process.cwd() });
-  const watch = await client.watchThread(threadId);
-  let lastPart = '';
-  watch.onLive((delta) => {
-    if (delta.partId !== lastPart) {
-      process.stdout.write(`\n[${delta.kind}] `);
-      lastPart = delta.partId;
+    mkdirSync(projectDir, { recursive: true });
+    if (readdirSync(projectDir).length > 0) throw new UsageError(`demo: --dir ${projectDir} is not empty; give a new or empty folder`);
+    writeLoginRaceProject(projectDir);
+    const workspace = await workspaceSetup('demo', '--dir', projectDir);
+    const report = await runEmbedded({
+      prompt: values.prompt!,
+      workspace,
+      dataDir,
+      threadId: null,
+      providers: { scripted: new ScriptedProvider(script) },
+      provider: { name: 'scripted', model: null },
+      policy: values.deny ? 'deny' : 'auto',
+      // Edits run, commands ask: the test runs are what a person approves.
+      mode: 'auto-edits',
+      view: values.json ? null : { out: process.stdout, tty: process.stdout.isTTY === true },
+      input: process.stdin,
+      prompts: values.json ? process.stderr : process.stdout,
+      onStarted: () => {
+        if (!values.json) console.log(`turnloom demo — in-process bus, data in ${dataDir}, scripted provider, project in ${projectDir}\n\n> ${values.prompt}`);
+      },
+    });
+    if (values.json) {
+      const { threadId, status, approvals, toolCalls, checkpoint, events } = report;
+      console.log(JSON.stringify({ threadId, status, approvals, toolCalls, checkpoint: checkpoint && { files: checkpoint.files }, events }));
+    } else {
+      printSummary(report);
+      if (report.checkpoint?.patch) console.log(`\n${report.checkpoint.patch}`);
+      console.log(`recorded ${report.events} events in ${dataDir}`);
     }
-    process.stdout.write(delta.text);
-  });
-
-  console.log(`> ${prompt}`);
-  const { turnId } = await client.call('turn.start', { threadId, input: { text: prompt } });
-  const answered = new Set<string>();
-  await new Promise<void>((done) => {
-    const check = () => {
-      const turn = watch.context.view?.turns[turnId];
-      for (const approval of turn?.approvals ?? []) {
-        if (approval.state !== 'pending' || answered.has(approval.id)) continue;
-        answered.add(approval.id);
-        const decision = deny ? 'deny' : 'approve';
-        console.log(`\n\n? approval requested: ${approval.toolName} ${JSON.stringify(approval.input)} — ${decision === 'approve' ? 'allowing' : 'refusing'} it (the demo answers for you)`);
-        client
-          .call('approval.respond', { threadId, approvalId: approval.id, decision, note: 'answered by turnloom demo' })
-          .catch((error: unknown) => console.error(`\nturnloom demo: could not answer the approval: ${(error as Error).message}`));
-      }
-      if (settled(turn)) done();
-    };
-    watch.store.subscribe(check);
-    check();
-  });
-  await watch.settled();
-
-  const turn = watch.context.view!.turns[turnId]!;
-  const stored = (await client.call('thread.events', { threadId, after: 0 })).events;
-  console.log(`\n\nturn ${turn.state}${turn.error ? `: ${turn.error}` : ''}; ${turn.steps.length} model calls; usage ${JSON.stringify(turn.usage)}`);
-  console.log(`recorded ${stored.length} events for this thread; parts: ${turn.messages[1].parts.map((part) => `${part.kind}:${part.state}`).join(', ')}`);
-  watch.close();
-  await client.bus.close();
-  return turn.state === 'completed' ? 0 : 1;
+    return report.status === 'completed' ? 0 : 1;
+  } finally {
+    scratch?.remove();
+  }
 }

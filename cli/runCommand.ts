@@ -78,15 +78,24 @@ export async function runCommand(args: string[]): Promise<number> {
   return report.status === 'completed' ? 0 : report.status === 'interrupted' ? 130 : 1;
 }
 
-const jsonReport = ({ threadId, turnId, status, text, toolCalls, approvals, checkpoint, usage }: RunReport) => ({ threadId, turnId, status, text, toolCalls, approvals, checkpoint, usage });
+const jsonReport = ({ threadId, turnId, status, text, toolCalls, approvals, checkpoint, usage }: RunReport) => ({
+  threadId,
+  turnId,
+  status,
+  text,
+  toolCalls,
+  approvals,
+  checkpoint: checkpoint && { id: checkpoint.id, files: checkpoint.files },
+  usage,
+});
 
-function printSummary(report: RunReport): void {
+export function printSummary(report: RunReport): void {
   const files = report.checkpoint?.files ?? [];
   const lines = [`\nturn ${report.status} · thread ${report.threadId} · ${report.toolCalls.length} tool calls · ${report.usage.input} in / ${report.usage.output} out tokens`];
   if (report.checkpoint) {
     const added = files.reduce((sum, file) => sum + file.additions, 0);
     const removed = files.reduce((sum, file) => sum + file.deletions, 0);
-    lines.push(`checkpoint ${report.checkpoint.id}: ${files.length} file${files.length === 1 ? '' : 's'} changed, +${added} −${removed}`);
+    lines.push(files.length === 0 ? `checkpoint ${report.checkpoint.id}: no file changed` : `checkpoint ${report.checkpoint.id}: ${files.length} file${files.length === 1 ? '' : 's'} changed, +${added} −${removed}`);
     for (const file of files) lines.push(`  ${file.status.padEnd(8)} ${file.path}  +${file.additions} −${file.deletions}`);
   }
   console.log(lines.join('\n'));

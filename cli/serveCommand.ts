@@ -9,6 +9,7 @@ import { openStore } from './openStore.ts';
 import { providersFromEnvironment } from './providerRegistry.ts';
 import { registerSecret } from './redact.ts';
 import { untilSignal } from './untilSignal.ts';
+import { workspaceSetup } from './workspaceSetup.ts';
 
 /** The API keeps 4096 bytes of each message for headers, so a payload limit below this leaves no room for `health`. */
 export const MIN_MAX_PAYLOAD = 8_192;
@@ -27,6 +28,7 @@ export const serveUsage = `turnloom serve [options]
                       at least ${MIN_MAX_PAYLOAD}, at most the server's max_payload)
   --approval-timeout S  an approval nobody answers expires after S seconds (default: never)
   --lease-timeout S   a worker silent this long loses its turns, which resume on another (default 10)
+  --workspace DIR     the folder the local worker's agent works in (default: this folder)
   --no-worker         run the engine alone: turns wait for workers started with \`turnloom worker\``;
 
 const authFileHint = 'an auth file ({"tokens":{"<token>":{"principal":"alice","scopes":["read"]}}})';
@@ -69,6 +71,7 @@ export async function serveCommand(args: string[]): Promise<number> {
       'max-payload': { type: 'string' },
       'approval-timeout': { type: 'string' },
       'no-worker': { type: 'boolean', default: false },
+      workspace: { type: 'string' },
       'lease-timeout': { type: 'string' },
     },
   });
@@ -92,6 +95,7 @@ export async function serveCommand(args: string[]): Promise<number> {
     throw new UsageError(`serve: ${values['nats-user'] !== undefined ? '--nats-user' : '--nats-creds'} needs --nats URL`);
   }
   const dataDir = resolve(values.data!);
+  const workspace = values['no-worker'] ? null : await workspaceSetup('serve', '--workspace', values.workspace ?? '.');
 
   // Then the resources, each closed again if a later one fails.
   const store = openStore(dataDir);
@@ -105,7 +109,7 @@ export async function serveCommand(args: string[]): Promise<number> {
       store,
       prefix,
       auth,
-      ...(values['no-worker'] ? {} : { providers: setup.providers, localWorker: { workspace: process.cwd() } }),
+      ...(workspace ? { providers: setup.providers, localWorker: { workspace: workspace.workspace, tools: workspace.tools, checkpoints: workspace.checkpoints } } : {}),
       defaultProvider: setup.defaultProvider,
       maxPayloadBytes: limit,
       ...(approvalTimeout ? { approvalTimeoutMs: approvalTimeout * 1_000 } : {}),
@@ -121,7 +125,7 @@ export async function serveCommand(args: string[]): Promise<number> {
     console.log(`turnloom ${VERSION} serving on ${nats ? nats.display : 'the in-process bus (pass --nats URL to serve other processes)'}`);
     console.log(`  API: ${server.subjects.prefix}.v1.api.<method>  events: ${server.subjects.prefix}.v1.evt.<threadId>  live: ${server.subjects.prefix}.v1.live.<threadId>`);
     console.log(`  data: ${dataDir}`);
-    console.log(`  ${values['no-worker'] ? 'no local worker (--no-worker): turns wait for `turnloom worker` processes' : `local worker ${server.worker!.workerId}; ${setup.summary}`}`);
+    console.log(`  ${values['no-worker'] ? 'no local worker (--no-worker): turns wait for `turnloom worker` processes' : `local worker ${server.worker!.workerId}; ${setup.summary}; ${workspace!.summary}`}`);
     console.log(`  auth: ${auth ? `${Object.keys(auth.tokens).length} tokens` : 'open (every caller has every scope)'}`);
     for (const warning of nats?.warnings ?? []) console.warn(`  ${warning}`);
     if (nats && !auth) console.warn('  warning: no --auth file, so anyone who can reach this NATS server can do anything');

@@ -1,11 +1,10 @@
-import { statSync } from 'node:fs';
-import { resolve } from 'node:path';
 import { idPattern } from '../bus/index.ts';
 import { Worker } from '../services/worker/worker.ts';
 import { UsageError, integerOption, parseOptions } from './cliErrors.ts';
 import { checkInboxPrefix, checkPrefix, natsArgOptions, connectNats, natsSettings, refuseSecretFlags } from './natsOptions.ts';
 import { providersFromEnvironment } from './providerRegistry.ts';
 import { untilSignal } from './untilSignal.ts';
+import { workspaceSetup } from './workspaceSetup.ts';
 
 export const workerUsage = `turnloom worker --nats URL --workspace DIR [options]   run turns for an engine elsewhere
   --nats URL          the NATS server the engine serves on (credentials as for serve: --nats-user,
@@ -39,8 +38,7 @@ export async function workerCommand(args: string[]): Promise<number> {
   }
   if (values.nats === undefined) throw new UsageError('worker: --nats URL is required (a worker reaches its engine through NATS); see turnloom worker --help');
   if (values.workspace === undefined) throw new UsageError('worker: --workspace DIR is required; see turnloom worker --help');
-  const workspace = resolve(values.workspace);
-  if (!statSync(workspace, { throwIfNoEntry: false })?.isDirectory()) throw new UsageError(`worker: --workspace ${workspace} is not a folder`);
+  const workspace = await workspaceSetup('worker', '--workspace', values.workspace);
   for (const [option, value] of [['--env', values.env], ['--id', values.id]] as const) {
     if (value !== undefined && !idPattern.test(value)) throw new UsageError(`worker: ${option} "${value}" must be 1-128 letters, digits, "_" or "-"`);
   }
@@ -57,11 +55,13 @@ export async function workerCommand(args: string[]): Promise<number> {
       prefix,
       ...(values.id ? { workerId: values.id } : {}),
       environment: values.env!,
-      workspace,
+      workspace: workspace.workspace,
+      tools: workspace.tools,
+      checkpoints: workspace.checkpoints,
       adapterFor: (choice) => setup.providers[choice.name],
       ...(concurrency ? { concurrency } : {}),
     }).start();
-    console.log(`turnloom worker ${worker.workerId} on ${nats.display}, environment ${worker.environment}, workspace ${workspace}`);
+    console.log(`turnloom worker ${worker.workerId} on ${nats.display}, environment ${worker.environment}, ${workspace.summary}`);
     console.log(`  ${setup.summary}`);
     for (const warning of nats.warnings) console.warn(`  ${warning}`);
     await untilSignal('settling running turns…');

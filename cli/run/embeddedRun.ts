@@ -26,6 +26,8 @@ export interface RunRequest {
   /** Where approvals are asked (and lines typed); also where notes go. */
   input: NodeJS.ReadableStream;
   prompts: NodeJS.WritableStream;
+  /** Called once the engine and worker are up (the data folder is open), before the turn starts. */
+  onStarted?: () => void;
 }
 
 export interface RunReport {
@@ -35,7 +37,8 @@ export interface RunReport {
   text: string;
   toolCalls: Array<{ name: string; input: unknown; state: string; output: string | null; error: string | null }>;
   approvals: Array<{ toolName: string; kind: string; subject: string; state: string; decidedBy: string | null; note: string | null }>;
-  checkpoint: { id: string; files: Array<{ path: string; status: string; additions: number; deletions: number }> } | null;
+  /** The turn's changes, when it made any in a workspace with checkpoints; `patch` is the unified diff (cut past 200,000 characters). */
+  checkpoint: { id: string; files: Array<{ path: string; status: string; additions: number; deletions: number }>; patch: string } | null;
   usage: Usage;
   /** How many events the thread's log holds after the run. */
   events: number;
@@ -66,6 +69,7 @@ export async function runEmbedded(request: RunRequest): Promise<RunReport> {
     throw error;
   });
   const client = new TurnloomClient(hub.connect());
+  request.onStarted?.();
   let lines = null as LineSource | null;
   try {
     const threadId = request.threadId ?? (await client.call('thread.create', { title: request.prompt.slice(0, 200), workspace: workspace.workspace, ...(request.mode ? { mode: request.mode } : {}) })).threadId;
@@ -150,7 +154,11 @@ function reportOf(threadId: string, turn: TurnView, events: number): RunReport {
     toolCalls: parts.flatMap((part) => (part.tool ? [{ name: part.tool.name, input: part.tool.input, state: part.state, output: part.tool.output, error: part.error }] : [])),
     approvals: turn.approvals.map(({ toolName, kind, subject, state, decidedBy, note }) => ({ toolName, kind, subject, state, decidedBy, note })),
     checkpoint: turn.checkpoint?.diff
-      ? { id: turn.id, files: turn.checkpoint.diff.files.map(({ path, status, additions, deletions }) => ({ path, status, additions, deletions })) }
+      ? {
+          id: turn.id,
+          files: turn.checkpoint.diff.files.map(({ path, status, additions, deletions }) => ({ path, status, additions, deletions })),
+          patch: turn.checkpoint.diff.patch,
+        }
       : null,
     usage: turn.usage,
     events,

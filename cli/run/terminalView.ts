@@ -2,8 +2,9 @@ import type { Progress } from './turnProgress.ts';
 
 const frames = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'];
 const seconds = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
-const firstLine = (text: string) => {
-  const line = text.split('\n').find((candidate) => candidate.trim() !== '') ?? '';
+/** A failure's last words say most: a command's exit code, an error's message. */
+const lastLine = (text: string) => {
+  const line = text.split('\n').findLast((candidate) => candidate.trim() !== '') ?? '';
   return line.length > 120 ? `${line.slice(0, 119)}…` : line;
 };
 
@@ -48,7 +49,7 @@ export class TerminalView {
         const took = started === undefined ? '' : `  ${seconds(this.now() - started)}`;
         this.stopSpinner();
         this.lastPart = progress.partId;
-        const detail = progress.ok ? '' : `: ${firstLine(progress.detail)}`;
+        const detail = progress.ok ? '' : `: ${lastLine(progress.detail)}`;
         this.line(`${progress.ok ? '✓' : '✗'} ${progress.label}${took}${detail}`);
         return;
       }

@@ -7,14 +7,45 @@ describe('the turnloom command', () => {
   const dir = tempDir('turnloom-cli-');
   afterAll(() => dir.remove());
 
-  it('demo: runs one turn end to end on the embedded defaults', async () => {
-    const demo = await runCli(['demo', '--prompt', 'say hello'], { cwd: dir.path, deadlineMs: 60_000 });
+  it('demo: the seed scenario fixes a real race on a scratch repository, and shows the approvals, the tool runs and the diff', async () => {
+    const demo = await runCli(['demo'], { cwd: dir.path, deadlineMs: 90_000 });
     const output = demo.stdout + demo.stderr;
     expect(demo.code, output).toBe(0);
-    expect(output).toContain('approval requested: list_files');
-    expect(output).toMatch(/turn completed; 2 model calls/);
     expect(output).toContain(`data in ${dir.path}/.turnloom/demo`);
-  }, 60_000);
+    // The first test run fails on the race, the edit lands, the second run passes.
+    expect(output).toMatch(/allowed command bash node --test[\s\S]*✗ bash node --test .*exit code 1[\s\S]*✓ edit src\/session\.js[\s\S]*✓ bash node --test/);
+    expect(output).toContain('turn completed');
+    expect(output).toMatch(/modified +src\/session\.js/);
+    expect(output).toContain('+const pending = new Map();');
+  }, 90_000);
+
+  it('demo --json: the turn, its approvals and tool calls, and the files its checkpoint holds', async () => {
+    const demo = await runCli(['demo', '--json', '--data', 'json-demo'], { cwd: dir.path, deadlineMs: 90_000 });
+    expect(demo.code, demo.stdout + demo.stderr).toBe(0);
+    const report = JSON.parse(demo.stdout);
+    expect(report.status).toBe('completed');
+    expect(report.approvals.map((approval: { subject: string; state: string }) => [approval.subject, approval.state])).toEqual([
+      ['node --test', 'consumed'],
+      ['node --test', 'consumed'],
+    ]);
+    expect(report.toolCalls.map((call: { name: string; state: string }) => [call.name, call.state])).toEqual([
+      ['read', 'completed'],
+      ['read', 'completed'],
+      ['bash', 'error'],
+      ['edit', 'completed'],
+      ['bash', 'completed'],
+    ]);
+    expect(report.checkpoint.files).toEqual([{ path: 'src/session.js', status: 'modified', additions: 13, deletions: 5 }]);
+    expect(report.events).toBeGreaterThan(20);
+  }, 90_000);
+
+  it('demo --deny: both test runs are refused, and the model reads why', async () => {
+    const demo = await runCli(['demo', '--json', '--deny', '--data', 'deny-demo'], { cwd: dir.path, deadlineMs: 90_000 });
+    const report = JSON.parse(demo.stdout);
+    expect(report.approvals.every((approval: { state: string }) => approval.state === 'consumed' || approval.state === 'denied')).toBe(true);
+    const runs = report.toolCalls.filter((call: { name: string }) => call.name === 'bash');
+    expect(runs.every((call: { state: string; error: string }) => call.state === 'error' && call.error.includes('nobody was there to approve it'))).toBe(true);
+  }, 90_000);
 
   it('serve: prints where it listens, answers over NATS, and stops cleanly on SIGTERM', async () => {
     const prefix = `cli${process.pid}`;
