@@ -1,4 +1,5 @@
 import type { TestProject } from 'vitest/node';
+import { installFromDebian } from './support/debianPackage.ts';
 import { ensureNatsServer, startNatsServer } from './support/natsServer.ts';
 
 declare module 'vitest' {
@@ -10,6 +11,8 @@ declare module 'vitest' {
 /** One private nats-server for the whole run; tests needing faults start their own. */
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
   ensureNatsServer();
+  // The grep tool uses ripgrep when it is there; its test says what to install when it cannot be brought.
+  installFromDebian('rg', 'ripgrep');
   const server = await startNatsServer();
   project.provide('natsUrl', server.url);
   return () => server.dispose();

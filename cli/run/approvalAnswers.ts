@@ -16,29 +16,36 @@ export interface LineSource {
   close(): void;
 }
 
-/** Reads answers from a stream (a terminal, or a pipe a script writes to). */
+/** Reads answers from a stream (a terminal, or a pipe a script writes to); lines typed ahead wait their turn. */
 export function lineSource(input: NodeJS.ReadableStream, output: NodeJS.WritableStream, onInterrupt: () => void): LineSource {
-  const lines = createInterface({ input, output, terminal: (input as { isTTY?: boolean }).isTTY === true });
+  const terminal = (input as { isTTY?: boolean }).isTTY === true;
+  const lines = createInterface({ input, output, terminal });
+  const typed: string[] = [];
+  const waiting: Array<(line: string | null) => void> = [];
   let ended = false;
-  const waiting = new Set<(line: string | null) => void>();
+  lines.on('line', (line) => {
+    const next = waiting.shift();
+    if (next) next(line);
+    else typed.push(line);
+  });
   lines.on('close', () => {
     ended = true;
-    for (const resolve of waiting) resolve(null);
-    waiting.clear();
+    for (const resolve of waiting.splice(0)) resolve(null);
   });
   // In raw mode Ctrl-C reaches readline, not the process.
   lines.on('SIGINT', onInterrupt);
   return {
-    question: (prompt) =>
-      ended
-        ? Promise.resolve(null)
-        : new Promise((resolve) => {
-            waiting.add(resolve);
-            lines.question(prompt, (line) => {
-              waiting.delete(resolve);
-              resolve(line);
-            });
-          }),
+    question: (prompt) => {
+      output.write(prompt);
+      const answered = (line: string | null) => {
+        // A terminal echoes what was typed; answers from a pipe are shown, so the transcript reads right.
+        if (!terminal) output.write(`${line ?? ''}\n`);
+        return line;
+      };
+      if (typed.length > 0) return Promise.resolve(answered(typed.shift()!));
+      if (ended) return Promise.resolve(answered(null));
+      return new Promise((resolve) => waiting.push((line) => resolve(answered(line))));
+    },
     close: () => lines.close(),
   };
 }
@@ -49,7 +56,7 @@ export function lineSource(input: NodeJS.ReadableStream, output: NodeJS.Writable
  * note the model reads). Input that ends denies, so a run never hangs.
  */
 export async function answerApproval(policy: ApprovalPolicy, approval: ApprovalView, lines: () => LineSource, say: (line: string) => void): Promise<ApprovalAnswer> {
-  const what = `${approval.kind} ${toolLabel(approval.toolName, approval.input)}`;
+  const what = toolLabel(approval.toolName, approval.input);
   if (policy === 'auto') {
     say(`✔ allowed ${what} (--approve auto)`);
     return { decision: 'once', note: null };

@@ -20,12 +20,14 @@ function toolResult(part: PartView): ProviderMessage | null {
  * The conversation as the model must see it, derived only from the thread's
  * durable log (through its fold): every turn's user message, then each
  * step's answer and its tool results. Steps that failed (an attempt that was
- * retried) are kept in the log but are not part of the conversation.
+ * retried) and turns a revert undid are kept in the log but are not part of
+ * the conversation.
  */
 export function deriveMessages(view: ThreadView): ProviderMessage[] {
   const messages: ProviderMessage[] = [];
   for (const turnId of view.turnIds) {
     const turn = view.turns[turnId]!;
+    if (turn.revertedAt !== null) continue;
     messages.push({ role: 'user', text: turn.messages[0].parts.map((part) => part.text).join('') });
     for (const step of turn.steps) {
       if (step.outcome === 'error' || step.outcome === null) continue;

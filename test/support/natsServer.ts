@@ -1,8 +1,9 @@
-import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { installFromDebian, onPath } from './debianPackage.ts';
 
 /** A private nats-server for tests: its own port and store dir, never the one at 4222. */
 export interface NatsServerHandle {
@@ -32,7 +33,7 @@ export interface NatsServerOptions {
 export const missingNatsServerMessage =
   'nats-server is not on the PATH: install it (Debian/Ubuntu: `apt-get install nats-server`; elsewhere: https://github.com/nats-io/nats-server/releases) and run the tests again';
 
-const installed = () => !spawnSync('nats-server', ['--version'], { encoding: 'utf8' }).error;
+const installed = () => onPath('nats-server');
 
 export function assertNatsServerInstalled(): void {
   if (installed()) return;
@@ -47,14 +48,7 @@ export function assertNatsServerInstalled(): void {
  * the run stops with one line saying what to install.
  */
 export function ensureNatsServer(): void {
-  if (installed()) return;
-  const mayInstall = process.getuid?.() === 0 && !spawnSync('apt-get', ['--version']).error;
-  if (mayInstall) {
-    console.log('nats-server is not installed: installing Debian\'s package (apt-get install nats-server)…');
-    const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
-    spawnSync('apt-get', ['update', '-qq'], { stdio: 'inherit', env });
-    spawnSync('apt-get', ['install', '-y', '-qq', 'nats-server'], { stdio: 'inherit', env });
-  }
+  installFromDebian('nats-server', 'nats-server');
   assertNatsServerInstalled();
 }
 
