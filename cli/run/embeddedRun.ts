@@ -89,7 +89,11 @@ export async function runEmbedded(request: RunRequest): Promise<RunReport> {
     let interrupts = 0;
     const interrupt = () => {
       interrupts += 1;
-      if (interrupts > 1) process.exit(130);
+      if (interrupts > 1) {
+        // Leaving at once skips every finally: the throwaway data folder goes now or never.
+        temporary?.remove();
+        process.exit(130);
+      }
       say('interrupting… (Ctrl-C again to quit at once)');
       client.call('turn.interrupt', { threadId, turnId, reason: 'interrupted with Ctrl-C' }).catch((error: unknown) => say(`could not interrupt: ${(error as Error).message}`));
     };
@@ -97,7 +101,12 @@ export async function runEmbedded(request: RunRequest): Promise<RunReport> {
     const readLines = () => (lines ??= lineSource(request.input, request.prompts, interrupt));
     try {
       const turn = await follow(watch, turnId, new TurnProgress(), view, async (approval) => {
-        const answer = await answerApproval(request.policy, approval, readLines, say);
+        // Once interrupted, the approvals are cancelled with the turn: nothing is left to answer or say.
+        if (interrupts > 0) return;
+        const answer = await answerApproval(request.policy, approval, readLines, (line) => {
+          if (interrupts === 0) say(line);
+        });
+        if (interrupts > 0) return;
         await client.call('approval.respond', { threadId, approvalId: approval.id, decision: answer.decision, note: answer.note });
       });
       view?.close();
