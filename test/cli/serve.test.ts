@@ -13,7 +13,7 @@ describe('the turnloom command', () => {
     expect(demo.code, output).toBe(0);
     expect(output).toContain(`data in ${dir.path}/.turnloom/demo`);
     // The first test run fails on the race, the edit lands, the second run passes.
-    expect(output).toMatch(/allowed command bash node --test[\s\S]*✗ bash node --test .*exit code 1[\s\S]*✓ edit src\/session\.js[\s\S]*✓ bash node --test/);
+    expect(output).toMatch(/allowed bash node --test[\s\S]*✗ bash node --test .*exit code 1[\s\S]*✓ edit src\/session\.js[\s\S]*✓ bash node --test/);
     expect(output).toContain('turn completed');
     expect(output).toMatch(/modified +src\/session\.js/);
     expect(output).toContain('+const pending = new Map();');
