@@ -1,7 +1,8 @@
 import { mkdirSync, readdirSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { ScriptedProvider, scriptSchema } from '../adapters/providers/scriptedProvider.ts';
-import { UsageError, parseOptions, readJsonFile } from './cliErrors.ts';
+import { ScriptedProvider } from '../adapters/providers/scriptedProvider.ts';
+import { UsageError, parseOptions } from './cliErrors.ts';
+import { readScriptFile } from './providerRegistry.ts';
 import { demoPrompt, loginRaceScript, writeLoginRaceProject } from './demo/loginRaceProject.ts';
 import { runEmbedded } from './run/embeddedRun.ts';
 import { printSummary } from './runCommand.ts';
@@ -39,7 +40,7 @@ export async function demoCommand(args: string[]): Promise<number> {
     console.log(demoUsage);
     return 0;
   }
-  const script = values.script ? readJsonFile('--script', values.script, scriptSchema, { expected: 'a script for the scripted provider (see docs/providers.md)' }) : loginRaceScript;
+  const script = values.script ? readScriptFile(values.script) : loginRaceScript;
   const dataDir = resolve(values.data!);
   const scratch = values.dir === undefined ? tempFolder('turnloom-demo-') : null;
   const projectDir = values.dir === undefined ? scratch!.path : resolve(values.dir);

@@ -1,4 +1,4 @@
-import { ScriptedProvider, scriptSchema } from '../adapters/providers/scriptedProvider.ts';
+import { type Script, ScriptedProvider, scriptSchema } from '../adapters/providers/scriptedProvider.ts';
 import type { ProviderAdapter, ProviderChoice } from '../domain/index.ts';
 import { UsageError, readJsonFile } from './cliErrors.ts';
 import { registerSecret } from './redact.ts';
@@ -10,6 +10,9 @@ export interface ProviderSetup {
   summary: string;
 }
 
+/** A `--script` file for the scripted provider, checked; every failure is one line. */
+export const readScriptFile = (path: string): Script => readJsonFile('--script', path, scriptSchema, { expected: 'a script for the scripted provider (see docs/providers.md)' });
+
 /**
  * The providers this process can run, from the environment. The scripted
  * provider is always there (from `scriptPath`, or its default script). With
@@ -20,7 +23,7 @@ export interface ProviderSetup {
  * loaded only when its key is set (together they take a second to import).
  */
 export async function providersFromEnvironment(env: NodeJS.ProcessEnv, scriptPath?: string): Promise<ProviderSetup> {
-  const script = scriptPath ? readJsonFile('--script', scriptPath, scriptSchema, { expected: 'a script for the scripted provider (see docs/providers.md)' }) : undefined;
+  const script = scriptPath ? readScriptFile(scriptPath) : undefined;
   registerSecret(env.ANTHROPIC_API_KEY);
   registerSecret(env.OPENAI_API_KEY);
   const thinking = env.TURNLOOM_ANTHROPIC_THINKING;

@@ -260,6 +260,7 @@ async function runTool(work: TurnWork, call: ToolCall, tools: ToolExecutor): Pro
     await work.outbox.record([{ type: 'part.failed', turnId, partId, error: refusal(mode, kind) }]);
     return;
   }
+  const consumed: DomainEvent[] = [];
   if (permission === 'ask') {
     const approvalId = approvalIdFor(partId);
     await work.outbox.record([{ type: 'approval.requested', turnId, approvalId, partId, toolCallId: call.callId, toolName: call.name, input: call.input, kind, subject }]);
@@ -270,12 +271,10 @@ async function runTool(work: TurnWork, call: ToolCall, tools: ToolExecutor): Pro
     // Acting on the decision is consuming it, a refusal included: the second confirmation.
     if (decision === 'denied') await work.outbox.record([{ type: 'approval.consumed', turnId, approvalId }]);
     if (decision !== 'granted') return;
-    if (kind !== 'read') await captureBefore(work);
-    await work.outbox.record([{ type: 'approval.consumed', turnId, approvalId }, executing]);
-  } else {
-    if (kind !== 'read') await captureBefore(work);
-    await work.outbox.record([executing]);
+    consumed.push({ type: 'approval.consumed', turnId, approvalId });
   }
+  if (kind !== 'read') await captureBefore(work);
+  await work.outbox.record([...consumed, executing]);
   // The machines refuse a start after an interrupt; only a tool recorded as running may run.
   await reachWritten(work);
   if (partOf(work, call)?.state !== 'running.tool.executing') return;
