@@ -37,8 +37,8 @@ export class TurnloomError extends Error {
   static fromJSON(body: ErrorBody): TurnloomError {
     const details = body.details ?? {};
     if (body.code === 'illegal_transition') {
-      const { machine, state, event } = details as { machine: string; state: string; event: string };
-      return new IllegalTransition(machine, state, event);
+      const { machine, state, event, actorId } = details as { machine: string; state: string; event: string; actorId?: string };
+      return new IllegalTransition(machine, state, event, actorId ?? null);
     }
     if (body.code === 'conflict' && typeof details.invariant === 'string') {
       const { invariant, ...rest } = details;
@@ -53,13 +53,16 @@ export class IllegalTransition extends TurnloomError {
   readonly machine: string;
   readonly state: string;
   readonly event: string;
+  /** Which actor refused, when one did (`session`, a turn, part or approval id). */
+  readonly actorId: string | null;
 
-  constructor(machine: string, state: string, event: string) {
-    super('illegal_transition', `${machine} in state "${state}" does not accept "${event}"`, { machine, state, event });
+  constructor(machine: string, state: string, event: string, actorId: string | null = null) {
+    super('illegal_transition', `${machine} in state "${state}" does not accept "${event}"`, actorId === null ? { machine, state, event } : { machine, state, event, actorId });
     this.name = 'IllegalTransition';
     this.machine = machine;
     this.state = state;
     this.event = event;
+    this.actorId = actorId;
   }
 }
 

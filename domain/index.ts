@@ -20,4 +20,5 @@ export type { PermissionMode, PermissionDecision, PermissionRule, Permissions } 
 export { permissionModes, defaultPermissions, decidePermission } from './permissions.ts';
 export { childId } from './derivedIds.ts';
 export { cutToFit, jsonBytes } from './cutToFit.ts';
+export type { ActorTransition, RefusedEvent, Inspection } from './inspection.ts';
 export type { CheckpointSide, FileChange, CheckpointDiff, CapturedTree, TurnCheckpoint, WorkspaceCheckpoints } from './checkpoints.ts';

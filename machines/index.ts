@@ -7,4 +7,5 @@ export type { PartEvent, PartContext, PartKind } from './partMachine.ts';
 export { approvalMachine, approvalEventDescriptions } from './approvalMachine.ts';
 export type { ApprovalEvent, ApprovalContext } from './approvalMachine.ts';
 export { lifecycleMachines } from './lifecycleMachines.ts';
+export { explainRefusal } from './explainRefusal.ts';
 export type { LifecycleMachineName, LifecycleMachine } from './lifecycleMachines.ts';

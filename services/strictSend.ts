@@ -13,9 +13,9 @@ export function stateName(value: StateValue): string {
  * Throws `IllegalTransition` unless the machine accepts the event in this
  * snapshot. XState drops unaccepted events silently; this makes them loud.
  */
-export function assertAccepts(machine: AnyStateMachine, snapshot: AnyMachineSnapshot, event: EventObject): void {
+export function assertAccepts(machine: AnyStateMachine, snapshot: AnyMachineSnapshot, event: EventObject, actorId: string | null = null): void {
   if (snapshot.status !== 'active' || !snapshot.can(event)) {
-    throw new IllegalTransition(machine.id, stateName(snapshot.value), event.type);
+    throw new IllegalTransition(machine.id, stateName(snapshot.value), event.type, actorId);
   }
 }
 

@@ -1,6 +1,6 @@
 import type { Bus, ProviderAdapter, ProviderChoice, ThreadStore } from '../domain/index.ts';
 import { type Subjects, subjects as subjectsFor } from '../bus/index.ts';
-import { ApiServer, type AuthConfig, Authenticator, DEFAULT_MAX_PAYLOAD, ThreadWatches, type ThreadWatchesOptions, eventLimitFor, publishCommittedEvents } from './api/index.ts';
+import { ApiServer, type AuthConfig, Authenticator, DEFAULT_MAX_PAYLOAD, ThreadWatches, type ThreadWatchesOptions, eventLimitFor, publishCommittedEvents, publishInspections } from './api/index.ts';
 import { WorkerGateway, type WorkerGatewayOptions } from './dispatch/workerGateway.ts';
 import { Engine } from './engine/engine.ts';
 import { CrashRepair } from './runtime/crashRepair.ts';
@@ -60,7 +60,12 @@ export async function startTurnloomServer(options: TurnloomServerOptions): Promi
   const subjects = subjectsFor(options.prefix);
   const maxPayloadBytes = options.maxPayloadBytes ?? DEFAULT_MAX_PAYLOAD;
   const engine = await Engine.open({ store: options.store, maxEventBytes: eventLimitFor(maxPayloadBytes) });
-  const unpublish = publishCommittedEvents(engine, options.bus, subjects);
+  const unpublishEvents = publishCommittedEvents(engine, options.bus, subjects);
+  const unpublishInspections = publishInspections(engine, options.bus, subjects);
+  const unpublish = () => {
+    unpublishEvents();
+    unpublishInspections();
+  };
   const watches = new ThreadWatches(options.bus, subjects, options.watches).start(engine);
   const gateway = new WorkerGateway(options.bus, subjects, engine, watches, { ...options.workers, maxPayloadBytes });
   let api: ApiServer;

@@ -8,6 +8,7 @@ export { replyBudgetFor, eventLimitFor, DEFAULT_MAX_PAYLOAD } from './apiServer.
 export { Authenticator, authConfigSchema, requireScope, scopes } from './auth.ts';
 export type { AuthConfig, Principal, Scope } from './auth.ts';
 export { publishCommittedEvents } from './eventPublisher.ts';
+export { publishInspections } from './inspectionPublisher.ts';
 export { serveDiscovery } from './serviceDiscovery.ts';
 export { EngineClaim, PrefixTaken } from './engineClaim.ts';
 export { ThreadWatches, WATCH_KIND_HEADER } from './threadWatches.ts';

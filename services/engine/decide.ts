@@ -22,7 +22,7 @@ function findApproval(draft: ThreadDraft, approvalId: string) {
 }
 
 function requireOpenTurn(draft: ThreadDraft, turnId: string, event: string): void {
-  if (draft.view.openTurnId !== turnId) throw new IllegalTransition('turn', draft.view.turns[turnId]?.state ?? 'absent', event);
+  if (draft.view.openTurnId !== turnId) throw new IllegalTransition('turn', draft.view.turns[turnId]?.state ?? 'absent', event, turnId);
 }
 
 /** Lease events are the engine's to write: a worker never records its own. */
@@ -78,6 +78,7 @@ function recordLeniently(draft: ThreadDraft, turnId: string, event: DomainEvent,
     return null;
   } catch (error) {
     if (!(error instanceof IllegalTransition)) throw error;
+    draft.noteRefusal(error);
     draft.emit({
       type: 'activity.recorded',
       // A diagnostic about a turn that is no longer open belongs to the thread.
@@ -191,7 +192,7 @@ export function decide(command: Command, draft: ThreadDraft): Refusal[] {
       const turn = draft.view.turns[command.turnId]!;
       if (turn.lease) throw conflict(`turn ${command.turnId} is held by worker ${turn.lease.workerId}`, { turnId: command.turnId, holder: turn.lease.workerId });
       // A turn is handed over only where a worker can pick it up: before it starts, or between steps after losing one.
-      if (turn.state !== 'requested' && turn.state !== 'running.betweenSteps') throw new IllegalTransition('turn', turn.state, 'turn.leased');
+      if (turn.state !== 'requested' && turn.state !== 'running.betweenSteps') throw new IllegalTransition('turn', turn.state, 'turn.leased', turn.id);
       draft.emit({ type: 'turn.leased', turnId: command.turnId, workerId: command.workerId, token: draft.view.seq + 1, keyHash: command.keyHash });
       return [];
     }

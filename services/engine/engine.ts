@@ -1,12 +1,12 @@
 import { createHash } from 'node:crypto';
-import { type ListedThread, type Receipt, type StoredEvent, type ThreadHead, type ThreadStore, type ThreadSummary, type ThreadView, TurnloomError, summarize, wellFormed } from '../../domain/index.ts';
+import { IllegalTransition, type Inspection, type ListedThread, type Receipt, type StoredEvent, type ThreadHead, type ThreadStore, type ThreadSummary, type ThreadView, TurnloomError, summarize, wellFormed } from '../../domain/index.ts';
 import { type Command, type CommandResult, type Refusal, isSystemCommand } from './commands.ts';
 import { decide } from './decide.ts';
 import { machinesVersion } from './machinesVersion.ts';
 import { emptyThreadView } from './projector.ts';
 import { routeEvent } from './routeEvent.ts';
-import { type InspectListener, ThreadActors } from './threadActors.ts';
-import { ThreadDraft } from './threadDraft.ts';
+import { ThreadActors } from './threadActors.ts';
+import { ThreadDraft, refusedEvent } from './threadDraft.ts';
 
 export interface EngineOptions {
   store: ThreadStore;
@@ -17,8 +17,6 @@ export interface EngineOptions {
   maxLoadedThreads?: number;
   /** Persist the actor tree at least every this many events (and at every turn boundary). */
   snapshotEvery?: number;
-  /** Sees every lifecycle actor snapshot as it changes (the live chart view). */
-  inspect?: InspectListener;
   /**
    * Receipts (what makes a retried command id safe) are forgotten after
    * `ttlMs` (default 24 h), and past `maxCount` (default 100,000) the oldest
@@ -43,6 +41,7 @@ export interface SubmitOptions {
 }
 
 export type CommittedListener = (events: readonly StoredEvent[]) => void;
+export type InspectionListener = (inspection: Inspection) => void;
 
 interface LoadedThread {
   actors: ThreadActors;
@@ -85,13 +84,13 @@ export class Engine {
   private readonly maxReceipts: number;
   private readonly maxEventBytes: number;
   private expiring = false;
-  private readonly inspect: InspectListener | undefined;
   private readonly loaded = new Map<string, LoadedThread>();
   private readonly locks = new Map<string, Promise<void>>();
   /** Commands queued or running per thread: a busy thread is never passivated. */
   private readonly queued = new Map<string, number>();
   private readonly inflight = new Map<string, Promise<CommandResult>>();
   private readonly listeners = new Set<CommittedListener>();
+  private readonly inspectors = new Set<InspectionListener>();
   private sweeper: NodeJS.Timeout | undefined;
   private closed = false;
 
@@ -104,7 +103,6 @@ export class Engine {
     this.receiptTtlMs = options.receipts?.ttlMs ?? 24 * 60 * 60 * 1_000;
     this.maxReceipts = options.receipts?.maxCount ?? 100_000;
     this.maxEventBytes = options.maxEventBytes ?? 508 * 1024;
-    this.inspect = options.inspect;
   }
 
   /** Opens the engine on its store. Turns a dead process left open are settled by `CrashRepair`, once someone listens. */
@@ -136,6 +134,26 @@ export class Engine {
   onCommitted(listener: CommittedListener): () => void {
     this.listeners.add(listener);
     return () => this.listeners.delete(listener);
+  }
+
+  /**
+   * What the lifecycle machines did for each command: after it is durable,
+   * or at once for a command a machine refused whole (nothing was written).
+   */
+  onInspection(listener: InspectionListener): () => void {
+    this.inspectors.add(listener);
+    return () => this.inspectors.delete(listener);
+  }
+
+  private notify<T>(listeners: ReadonlySet<(value: T) => void>, value: T, what: string): void {
+    for (const listener of listeners) {
+      try {
+        listener(value);
+      } catch (error) {
+        // The command is settled whatever a listener does; the others must still hear of it.
+        console.error(`turnloom: a ${what} listener threw`, error);
+      }
+    }
   }
 
   /**
@@ -195,6 +213,10 @@ export class Engine {
     if (receipt) return answer(receipt, fingerprint);
 
     const reject = async (error: TurnloomError): Promise<never> => {
+      if (error instanceof IllegalTransition && this.inspectors.size > 0) {
+        const threadSeq = this.loaded.get(command.threadId)?.view.seq ?? 0;
+        this.notify(this.inspectors, { threadId: command.threadId, commandId: command.commandId, command: command.type, at: this.now(), outcome: 'rejected', threadSeq, transitions: [], refused: [refusedEvent(error)] }, 'inspection');
+      }
       if (clientCommandId && storedRejections.has(error.code)) {
         await this.store.commitRejection({ commandId: command.commandId, fingerprint, threadId: command.threadId, at: this.now(), outcome: 'rejected', error: error.toJSON() });
       }
@@ -210,7 +232,7 @@ export class Engine {
     }
     const at = this.now();
     const thread: LoadedThread = existing ?? {
-      actors: ThreadActors.create(command.threadId, this.inspect),
+      actors: ThreadActors.create(command.threadId),
       view: emptyThreadView(command.threadId, at),
       snapshotSeq: 0,
       lastUsed: at,
@@ -261,13 +283,10 @@ export class Engine {
       console.error(`turnloom: live actors of thread ${command.threadId} diverged from the log; reloading`, error);
       this.evict(command.threadId);
     }
-    for (const listener of this.listeners) {
-      try {
-        listener(stored);
-      } catch (error) {
-        // The command is committed whatever a listener does; the others must still hear of it.
-        console.error('turnloom: a commit listener threw', error);
-      }
+    this.notify(this.listeners, stored, 'commit');
+    if (this.inspectors.size > 0) {
+      const { commandId, type } = command;
+      this.notify(this.inspectors, { threadId: command.threadId, commandId, command: type, at, outcome: 'accepted', threadSeq: view.seq, transitions: draft.transitions, refused: draft.refusals }, 'inspection');
     }
     return { commandId: command.commandId, threadId: command.threadId, fromThreadSeq: draft.base.seq + 1, toThreadSeq: view.seq, diagnostics: refused.length, refused };
   }
@@ -283,7 +302,7 @@ export class Engine {
     if (!view) return undefined;
     const record = this.store.readSnapshot(threadId);
     const usable = record && record.machinesVersion === machinesVersion ? record : undefined;
-    const actors = usable ? ThreadActors.restore(threadId, usable.actors, this.inspect) : ThreadActors.create(threadId, this.inspect);
+    const actors = usable ? ThreadActors.restore(threadId, usable.actors) : ThreadActors.create(threadId);
     for (let after = usable?.threadSeq ?? 0; ; ) {
       const events = this.store.readThreadEvents(threadId, after, 1_000);
       if (events.length === 0) break;

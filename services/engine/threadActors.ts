@@ -12,8 +12,6 @@ interface LiveActor {
   actor: Actor<AnyStateMachine>;
 }
 
-export type InspectListener = (info: { threadId: string; key: string; snapshot: AnyMachineSnapshot }) => void;
-
 const machineOf = (name: LifecycleMachineName): AnyStateMachine => lifecycleMachines[name].machine;
 
 /**
@@ -24,22 +22,20 @@ const machineOf = (name: LifecycleMachineName): AnyStateMachine => lifecycleMach
 export class ThreadActors {
   readonly threadId: string;
   private readonly live = new Map<string, LiveActor>();
-  private readonly inspect: InspectListener | undefined;
 
-  private constructor(threadId: string, inspect?: InspectListener) {
+  private constructor(threadId: string) {
     this.threadId = threadId;
-    this.inspect = inspect;
   }
 
   /** A fresh tree: just the session, idle. */
-  static create(threadId: string, inspect?: InspectListener): ThreadActors {
-    const tree = new ThreadActors(threadId, inspect);
+  static create(threadId: string): ThreadActors {
+    const tree = new ThreadActors(threadId);
     tree.spawn('session', 'session', { threadId }, undefined);
     return tree;
   }
 
-  static restore(threadId: string, persisted: PersistedActorTree, inspect?: InspectListener): ThreadActors {
-    const tree = new ThreadActors(threadId, inspect);
+  static restore(threadId: string, persisted: PersistedActorTree): ThreadActors {
+    const tree = new ThreadActors(threadId);
     for (const entry of persisted) tree.spawn(entry.machine, entry.id, entry.input, entry.snapshot);
     if (!tree.live.has(actorKey({ machine: 'session', id: 'session' }))) throw new Error(`thread ${threadId}: persisted tree has no session`);
     return tree;
@@ -48,10 +44,6 @@ export class ThreadActors {
   private spawn(machine: LifecycleMachineName, id: string, input: Record<string, unknown>, snapshot: Snapshot<unknown> | undefined): Actor<AnyStateMachine> {
     const key = actorKey({ machine, id });
     const actor = createActor(machineOf(machine), { input, ...(snapshot ? { snapshot } : {}) });
-    if (this.inspect) {
-      const inspect = this.inspect;
-      actor.subscribe((next: AnyMachineSnapshot) => inspect({ threadId: this.threadId, key, snapshot: next }));
-    }
     actor.start();
     this.live.set(key, { machine, id, input, actor });
     return actor;

@@ -1,6 +1,6 @@
 import { type AnyMachineSnapshot, initialTransition, transition } from 'xstate';
-import { lifecycleMachines, type LifecycleMachineName } from '../../machines/index.ts';
-import { type DomainEvent, IllegalTransition, type ThreadView, TurnloomError, cutToFit, jsonBytes } from '../../domain/index.ts';
+import { explainRefusal, lifecycleMachines, type LifecycleMachineName } from '../../machines/index.ts';
+import { type ActorTransition, type DomainEvent, IllegalTransition, type RefusedEvent, type ThreadView, TurnloomError, cutToFit, jsonBytes } from '../../domain/index.ts';
 import { projectInto } from './projector.ts';
 import { type Delivery, actorKey, routeEvent } from './routeEvent.ts';
 import { assertAccepts, stateName } from '../strictSend.ts';
@@ -38,6 +38,12 @@ function viewStateOf(view: ThreadView, delivery: Delivery): string {
   }
 }
 
+/** A refusal as the live chart view shows it, with the machine's reason. */
+export function refusedEvent(error: IllegalTransition): RefusedEvent {
+  const machine = error.machine as LifecycleMachineName;
+  return { machine, actorId: error.actorId, state: error.state, event: error.event, reason: explainRefusal(machine, error.state, error.event) };
+}
+
 /**
  * The thread as it would be after the events emitted so far. Each `emit`
  * is all-or-nothing: every actor the event concerns must accept it (on a
@@ -53,6 +59,10 @@ export class ThreadDraft {
   view: ThreadView;
   readonly events: Array<{ threadSeq: number; event: DomainEvent }> = [];
   readonly deliveries: Delivery[] = [];
+  /** What the machines did with the emitted events, for the live chart view. */
+  readonly transitions: ActorTransition[] = [];
+  /** Events the machines refused and the command recorded as diagnostics instead. */
+  readonly refusals: RefusedEvent[] = [];
   private staged = new Map<string, StagedActor>();
   private readonly actors: ThreadActors;
   private readonly limits: EventLimits;
@@ -94,29 +104,40 @@ export class ThreadDraft {
     const event = this.fit(original);
     const deliveries = routeEvent(event);
     const staged = new Map(this.staged);
+    const threadSeq = this.view.seq + 1;
+    const transitions: ActorTransition[] = [];
     for (const delivery of deliveries) {
       const key = actorKey(delivery);
       const machine = lifecycleMachines[delivery.machine].machine;
       let actor = staged.get(key) ?? this.current(key);
+      let from = actor ? stateName(actor.snapshot.value) : null;
       if (delivery.create) {
         if (actor || viewStateOf(this.view, delivery) !== 'absent') {
           // An id used twice: the live actor (or its final state) refuses to start over.
-          throw new IllegalTransition(delivery.machine, actor ? stateName(actor.snapshot.value) : viewStateOf(this.view, delivery), delivery.event?.type ?? event.type);
+          throw new IllegalTransition(delivery.machine, from ?? viewStateOf(this.view, delivery), delivery.event?.type ?? event.type, delivery.id);
         }
         actor = { machine: delivery.machine, id: delivery.id, input: delivery.create, snapshot: initialTransition(machine, delivery.create)[0] };
+        from = null;
       }
-      if (!actor) throw new IllegalTransition(delivery.machine, viewStateOf(this.view, delivery), delivery.event?.type ?? event.type);
+      if (!actor) throw new IllegalTransition(delivery.machine, viewStateOf(this.view, delivery), delivery.event?.type ?? event.type, delivery.id);
       if (delivery.event) {
-        assertAccepts(machine, actor.snapshot, delivery.event);
+        assertAccepts(machine, actor.snapshot, delivery.event, delivery.id);
         actor = { ...actor, snapshot: transition(machine, actor.snapshot, delivery.event)[0] };
       }
       staged.set(key, actor);
+      const to = stateName(actor.snapshot.value);
+      transitions.push({ machine: delivery.machine, actorId: delivery.id, from, event: delivery.event?.type ?? '(created)', to, threadSeq, domainEvent: event.type });
     }
-    const threadSeq = this.view.seq + 1;
     this.view = projectInto(this.view, { threadSeq, at: this.at, event });
     this.staged = staged;
     this.events.push({ threadSeq, event });
     this.deliveries.push(...deliveries);
+    this.transitions.push(...transitions);
+  }
+
+  /** Notes an event the machines refused and the command kept going without (a worker's output, recorded as a diagnostic). */
+  noteRefusal(error: IllegalTransition): void {
+    this.refusals.push(refusedEvent(error));
   }
 
   /** Snapshots of the actors this draft moved, for the persisted tree. */

@@ -58,7 +58,7 @@ describe('headless API over the in-process bus', () => {
     expect(await client.call('turn.start', { commandId: 'start-1', threadId: first.threadId, input: { text: 'hello' } })).toEqual(turn);
     const second = await errorOf(client.call('turn.start', { threadId: first.threadId, input: { text: 'another' } }));
     expect(second.code).toBe('illegal_transition');
-    expect(second.details).toEqual({ machine: 'session', state: 'starting', event: 'turn.begin' });
+    expect(second.details).toEqual({ machine: 'session', state: 'starting', event: 'turn.begin', actorId: 'session' });
   });
 
   it('pages the log from anywhere to its end, however far behind the caller is', async () => {
@@ -90,7 +90,7 @@ describe('headless API over the in-process bus', () => {
     const { thread } = await client.call('thread.get', { threadId });
     expect(thread.turns[turnId]!.approvals[0]).toMatchObject({ state: 'approved', decidedBy: 'local' });
     const twice = await errorOf(client.call('approval.respond', { threadId, approvalId: 'a1', decision: 'deny' }));
-    expect(twice.details).toEqual({ machine: 'approval', state: 'approved', event: 'approval.denied' });
+    expect(twice.details).toEqual({ machine: 'approval', state: 'approved', event: 'approval.denied', actorId: 'a1' });
   });
 
   it('answers health to anyone, and not_found for the diff or revert of a turn that changed nothing', async () => {

@@ -83,7 +83,7 @@ describe('engine: commands through the lifecycle actors', () => {
     const seqBefore = (await fx.engine.getThread('th1')).seq;
     const error = await rejection(fx.engine.submit(second));
     expect(error).toBeInstanceOf(IllegalTransition);
-    expect(error.details).toEqual({ machine: 'approval', state: 'approved', event: 'approval.denied' });
+    expect(error.details).toEqual({ machine: 'approval', state: 'approved', event: 'approval.denied', actorId: 'a1' });
     expect((await rejection(fx.engine.submit(second))).details).toEqual(error.details);
     await fx.restart();
     expect((await rejection(fx.engine.submit(second))).details).toEqual(error.details);
@@ -119,7 +119,7 @@ describe('engine: commands through the lifecycle actors', () => {
     await fx.engine.submit(createThread('th1'));
     await fx.engine.submit(startTurn('th1', 't1'));
     const second = await rejection(fx.engine.submit(startTurn('th1', 't2')));
-    expect(second.details).toEqual({ machine: 'session', state: 'starting', event: 'turn.begin' });
+    expect(second.details).toEqual({ machine: 'session', state: 'starting', event: 'turn.begin', actorId: 'session' });
     expect((await rejection(fx.engine.submit({ type: 'thread.archive', commandId: nextId('c'), threadId: 'th1' }))).code).toBe('conflict');
 
     await fx.engine.submit(createThread('th2'));

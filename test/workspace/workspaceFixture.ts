@@ -23,7 +23,7 @@ export interface WorkspaceFixture {
  * repository unless `git` is false): real tools, real checkpoints, and the
  * scripted model playing `script` for each turn, whose steps are counted per turn.
  */
-export async function openWorkspaceFixture(script: (request: ProviderRequest) => ScriptInput, options: { git?: boolean } = {}): Promise<WorkspaceFixture> {
+export async function openWorkspaceFixture(script: (request: ProviderRequest) => ScriptInput, options: { git?: boolean; natsUrl?: string } = {}): Promise<WorkspaceFixture> {
   const repo = makeRepo(options.git ?? true);
   if (options.git ?? true) {
     repo.write('a.txt', 'first line\n');
@@ -37,6 +37,7 @@ export async function openWorkspaceFixture(script: (request: ProviderRequest) =>
     return script(request);
   });
   const fx = await openApiFixture({
+    ...(options.natsUrl ? { natsUrl: options.natsUrl } : {}),
     providers: { scripted: provider },
     interruptDeadlineMs: 5_000,
     localWorker: {
