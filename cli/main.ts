@@ -13,6 +13,7 @@ const commands = {
   serve: () => import('./serveCommand.ts').then((module) => ({ run: module.serveCommand, usage: module.serveUsage })),
   worker: () => import('./workerCommand.ts').then((module) => ({ run: module.workerCommand, usage: module.workerUsage })),
   replay: () => import('./replayCommand.ts').then((module) => ({ run: module.replayCommand, usage: module.replayUsage })),
+  inspect: () => import('./inspectCommand.ts').then((module) => ({ run: module.inspectCommand, usage: module.inspectUsage })),
 };
 
 async function usage(): Promise<string> {
@@ -25,6 +26,7 @@ commands:
   serve              run the engine and its headless API, with a local worker (see below)
   worker             run turns for an engine elsewhere, over NATS (see below)
   replay FILE        run a recorded provider stream through the real SDK and the engine (see below)
+  inspect            the live state-chart inspector in the browser, for an engine on NATS (see below)
   charts [--check]   write docs/charts/*.mmd|json and the generated doc sections;
                      --check exits 1 when any of them is stale
 
@@ -55,6 +57,7 @@ async function main(argv: string[]): Promise<number> {
     case 'serve':
     case 'worker':
     case 'replay':
+    case 'inspect':
       return (await commands[command]()).run(rest);
     case undefined:
     case 'help':
@@ -63,7 +66,7 @@ async function main(argv: string[]): Promise<number> {
       console.log(await usage());
       return 0;
     default:
-      throw new UsageError(`unknown command "${command}"; the commands are run, demo, serve, worker, replay and charts (turnloom --help)`);
+      throw new UsageError(`unknown command "${command}"; the commands are run, demo, serve, worker, replay, inspect and charts (turnloom --help)`);
   }
 }
 

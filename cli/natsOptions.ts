@@ -161,6 +161,7 @@ export async function connectNats(settings: NatsSettings, name: string, inboxPre
 const refusedFlags: Record<string, string> = {
   '--nats-pass': 'TURNLOOM_NATS_PASS (with --nats-user USER or TURNLOOM_NATS_USER)',
   '--nats-token': 'TURNLOOM_NATS_TOKEN',
+  '--token': 'TURNLOOM_TOKEN (the API token)',
 };
 
 export function refuseSecretFlags(command: string, args: string[]): void {

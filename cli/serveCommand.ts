@@ -3,6 +3,7 @@ import { type Bus, TurnloomError } from '../domain/index.ts';
 import { InProcessHub, NatsBus } from '../bus/index.ts';
 import { type AuthConfig, DEFAULT_MAX_PAYLOAD, authConfigSchema } from '../services/api/index.ts';
 import { type TurnloomServer, VERSION, startTurnloomServer } from '../services/turnloomServer.ts';
+import { InspectorRelay } from '../inspector/index.ts';
 import { UsageError, integerOption, parseOptions, positiveOption, readJsonFile } from './cliErrors.ts';
 import { type NatsSettings, checkInboxPrefix, checkPrefix, natsArgOptions, connectNats, natsSettings, refuseSecretFlags } from './natsOptions.ts';
 import { openStore } from './openStore.ts';
@@ -29,7 +30,9 @@ export const serveUsage = `turnloom serve [options]
   --approval-timeout S  an approval nobody answers expires after S seconds (default: never)
   --lease-timeout S   a worker silent this long loses its turns, which resume on another (default 10)
   --workspace DIR     the folder the local worker's agent works in (default: this folder)
-  --no-worker         run the engine alone: turns wait for workers started with \`turnloom worker\``;
+  --no-worker         run the engine alone: turns wait for workers started with \`turnloom worker\`
+  --inspect PORT      also serve the live state-chart inspector on http://127.0.0.1:PORT (0 picks a free port);
+                      with --auth, its page calls the API with the token in TURNLOOM_TOKEN`;
 
 const authFileHint = 'an auth file ({"tokens":{"<token>":{"principal":"alice","scopes":["read"]}}})';
 
@@ -73,6 +76,7 @@ export async function serveCommand(args: string[]): Promise<number> {
       'no-worker': { type: 'boolean', default: false },
       workspace: { type: 'string' },
       'lease-timeout': { type: 'string' },
+      inspect: { type: 'string' },
     },
   });
   if (values.help) {
@@ -84,6 +88,9 @@ export async function serveCommand(args: string[]): Promise<number> {
   const maxPayload = integerOption('serve', 'max-payload', values['max-payload'], { min: MIN_MAX_PAYLOAD, unit: 'bytes' });
   const approvalTimeout = positiveOption('serve', 'approval-timeout', values['approval-timeout']);
   const leaseTimeout = positiveOption('serve', 'lease-timeout', values['lease-timeout']);
+  const inspectPort = integerOption('serve', 'inspect', values.inspect, { min: 0, max: 65_535 });
+  const token = process.env.TURNLOOM_TOKEN || undefined;
+  if (token) registerSecret(token);
   const prefix = checkPrefix('serve', values.prefix!);
   const inboxPrefix = checkInboxPrefix('serve', values['inbox-prefix']);
   const auth = values.auth !== undefined ? readAuthFile(values.auth) : null;
@@ -101,6 +108,7 @@ export async function serveCommand(args: string[]): Promise<number> {
   const store = openStore(dataDir);
   let bus: Bus | undefined;
   let server: TurnloomServer | undefined;
+  let relay: InspectorRelay | undefined;
   try {
     bus = nats ? await connectNats(nats, 'turnloom-engine', inboxPrefix) : new InProcessHub().connect();
     const limit = payloadLimit(maxPayload, bus);
@@ -115,7 +123,9 @@ export async function serveCommand(args: string[]): Promise<number> {
       ...(approvalTimeout ? { approvalTimeoutMs: approvalTimeout * 1_000 } : {}),
       ...(leaseTimeout ? { workers: { leaseTimeoutMs: leaseTimeout * 1_000 } } : {}),
     });
+    if (inspectPort !== undefined) relay = await new InspectorRelay({ bus, prefix, port: inspectPort, ...(token ? { token } : {}) }).start();
   } catch (error) {
+    await server?.stop().catch(() => {});
     await bus?.close().catch(() => {});
     await store.close().catch(() => {});
     throw error;
@@ -128,9 +138,11 @@ export async function serveCommand(args: string[]): Promise<number> {
     console.log(`  ${values['no-worker'] ? 'no local worker (--no-worker): turns wait for `turnloom worker` processes' : `local worker ${server.worker!.workerId}; ${setup.summary}; ${workspace!.summary}`}`);
     console.log(`  auth: ${auth ? `${Object.keys(auth.tokens).length} tokens` : 'open (every caller has every scope)'}`);
     for (const warning of nats?.warnings ?? []) console.warn(`  ${warning}`);
+    if (relay) console.log(`  inspector: ${relay.url}`);
     if (nats && !auth) console.warn('  warning: no --auth file, so anyone who can reach this NATS server can do anything');
 
     await untilSignal('finishing requests in flight, settling running turns, closing the store…');
+    await relay?.stop();
     await server.stop();
   } finally {
     await bus.close();

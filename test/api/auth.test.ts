@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type Bus, type BusError, TurnloomError } from '../../domain/index.ts';
+import { type Bus, type BusError, type StoredEvent, TurnloomError } from '../../domain/index.ts';
 import { LmdbStore } from '../../adapters/lmdbStore.ts';
 import { NatsBus } from '../../bus/index.ts';
 import { TurnloomClient } from '../../client/index.ts';
@@ -12,6 +12,8 @@ import { type ApiFixture, openApiFixture } from '../support/apiFixture.ts';
 import { turnEvents } from '../support/engineFixture.ts';
 import { type NatsServerHandle, startNatsServer } from '../support/natsServer.ts';
 import { tempDir } from '../support/tempDir.ts';
+import { openSse } from '../support/sseClient.ts';
+import { InspectorRelay } from '../../inspector/index.ts';
 
 const tokens = {
   'reader-token-0123456789': { principal: 'riley', scopes: ['read' as const] },
@@ -126,12 +128,13 @@ describe('the shipped NATS permissions (docs/nats/turnloom-permissions.conf) on 
     TURNLOOM_CLIENT_PASSWORD: 'client-secret',
     TURNLOOM_CLIENT2_PASSWORD: 'client2-secret',
     TURNLOOM_WORKER_PASSWORD: 'worker-secret',
+    TURNLOOM_INSPECTOR_PASSWORD: 'inspector-secret',
   };
   let nats: NatsServerHandle;
   let server: TurnloomServer;
   const dir = tempDir('turnloom-perm-');
   const buses: Bus[] = [];
-  const as = async (user: 'engine' | 'client' | 'client2' | 'worker') => {
+  const as = async (user: 'engine' | 'client' | 'client2' | 'worker' | 'inspector') => {
     const bus = await NatsBus.connect({
       servers: nats.url,
       user,
@@ -184,6 +187,22 @@ describe('the shipped NATS permissions (docs/nats/turnloom-permissions.conf) on 
     const { threadId: otherThread } = await other.call('thread.create', { title: 'client2 thread' });
     await expect(other.call('thread.watch', { threadId: otherThread, deliverTo: `_INBOX_client.${'x'.repeat(22)}` })).rejects.toMatchObject({ code: 'invalid_payload' });
     watch.close();
+  });
+
+  it('lets the inspector user follow a thread through the relay: its events and inspection records', async () => {
+    const relay = await new InspectorRelay({ bus: await as('inspector'), port: 0 }).start();
+    try {
+      const api = new TurnloomClient(await as('client'));
+      const { threadId } = await api.call('thread.create', { title: 'inspected' });
+      const sse = await openSse(`${relay.url}stream/threads/${threadId}?after=0`);
+      await expect.poll(() => sse.messages.some((message) => message.event === 'caughtUp')).toBe(true);
+      await api.call('thread.rename', { threadId, title: 'renamed under watch' });
+      await expect.poll(() => sse.messages.filter((message) => message.event === 'event').map((message) => (message.data as StoredEvent).event.type)).toEqual(['thread.created', 'thread.renamed']);
+      await expect.poll(() => sse.messages.some((message) => message.event === 'inspect' && (message.data as { command: string }).command === 'thread.rename')).toBe(true);
+      sse.close();
+    } finally {
+      await relay.stop();
+    }
   });
 
   it('lets a client call the API and hear events', async () => {

@@ -1,0 +1,57 @@
+import { TurnloomClient } from '../client/index.ts';
+import { InspectorRelay } from '../inspector/index.ts';
+import { integerOption, parseOptions } from './cliErrors.ts';
+import { checkInboxPrefix, checkPrefix, connectNats, natsArgOptions, natsSettings, refuseSecretFlags } from './natsOptions.ts';
+import { registerSecret } from './redact.ts';
+import { untilSignal } from './untilSignal.ts';
+
+export const DEFAULT_INSPECT_PORT = 4280;
+
+export const inspectUsage = `turnloom inspect [options]   the live state-chart inspector for an engine on NATS, in the browser
+  --nats URL          the NATS server the engine serves on (default nats://127.0.0.1:4222; credentials as for serve:
+                      --nats-user, TURNLOOM_NATS_PASS, TURNLOOM_NATS_TOKEN or --nats-creds FILE)
+  --inbox-prefix P    the inbox prefix this NATS user may read (default _INBOX)
+  --port P            the page's port on 127.0.0.1 (default ${DEFAULT_INSPECT_PORT}; 0 picks a free one)
+  --prefix P          subject prefix (default turnloom)
+  The page calls the API with the token in TURNLOOM_TOKEN (answering approvals needs the operate scope).
+  With the embedded engine, use turnloom serve --inspect PORT instead.`;
+
+/** The page and its relay, for an engine reached over NATS. */
+export async function inspectCommand(args: string[]): Promise<number> {
+  refuseSecretFlags('inspect', args);
+  const { values } = parseOptions('inspect', {
+    args,
+    options: {
+      ...natsArgOptions,
+      port: { type: 'string' },
+      prefix: { type: 'string', default: 'turnloom' },
+    },
+  });
+  if (values.help) {
+    console.log(inspectUsage);
+    return 0;
+  }
+  const port = integerOption('inspect', 'port', values.port, { min: 0, max: 65_535 }) ?? DEFAULT_INSPECT_PORT;
+  const prefix = checkPrefix('inspect', values.prefix!);
+  const inboxPrefix = checkInboxPrefix('inspect', values['inbox-prefix']);
+  const token = process.env.TURNLOOM_TOKEN || undefined;
+  if (token) registerSecret(token);
+  const nats = natsSettings(values.nats ?? 'nats://127.0.0.1:4222', { user: values['nats-user'], credsFile: values['nats-creds'], env: process.env });
+
+  const bus = await connectNats(nats, 'turnloom-inspect', inboxPrefix);
+  try {
+    const relay = await new InspectorRelay({ bus, prefix, port, ...(token ? { token } : {}) }).start();
+    console.log(`turnloom inspect: ${relay.url} (engine on ${nats.display}, prefix ${prefix})`);
+    for (const warning of nats.warnings) console.warn(`  ${warning}`);
+    // The page works without an engine and catches up when one answers; say so rather than show an empty page.
+    await new TurnloomClient(bus, { prefix, timeoutMs: 2_000 }).call('health', {}).catch((error: Error) => {
+      console.warn(`  no engine answers on prefix ${prefix} yet (${error.message}); the page follows it once one does`);
+    });
+    await untilSignal('closing the inspector…');
+    await relay.stop();
+  } finally {
+    await bus.close();
+  }
+  console.log('stopped');
+  return 0;
+}

@@ -1,0 +1,76 @@
+// @ts-check
+/** Pending approvals as rows with Approve and Deny, answered through `approval.respond`. */
+import { call, describeError } from './api.js';
+import { formatAgo, h, reconcile, shortId } from './dom.js';
+import { showError } from './status.js';
+
+/**
+ * @typedef {{ id: string, threadId: string, turnId: string, state?: string, toolName: string, kind: string,
+ *   subject: string, input: unknown, requestedAt: number }} PendingApproval
+ * @typedef {{ showThread: boolean, onAnswered: () => void, link: (path: string, label: string, attrs?: Record<string, string>) => HTMLElement }} RowOptions
+ */
+
+/**
+ * Keeps a list of approval rows in line with `approvals` (a row being
+ * answered, or with a note being typed, stays as it is).
+ * @param {HTMLElement} container
+ * @param {PendingApproval[]} approvals
+ * @param {RowOptions} options
+ */
+export function renderApprovals(container, approvals, options) {
+  reconcile(container, approvals, (a) => `${a.threadId}/${a.id}`, (a) => approvalRow(a, options));
+}
+
+/** @param {PendingApproval} approval @param {RowOptions} options */
+function approvalRow(approval, options) {
+  const input = JSON.stringify(approval.input ?? null);
+  const note = h('input', { 'data-testid': 'deny-note', type: 'text', placeholder: 'note for the model', title: 'Why it is refused: the model reads this' });
+  const approve = h('button', { 'data-testid': 'approve', class: 'approve', type: 'button', title: 'Run this call once' }, 'Approve');
+  const deny = h('button', { 'data-testid': 'deny', class: 'deny', type: 'button', title: 'Refuse this call (the note reaches the model)' }, 'Deny');
+  const answer = h('div', { class: 'answer-error' });
+  const row = h('div', { class: 'approval', 'data-testid': 'approval', 'data-approval-id': approval.id, 'data-thread-id': approval.threadId },
+    h('div', { class: 'what' },
+      h('div', {}, h('span', { class: 'tool' }, approval.toolName), ' ', h('span', { class: 'state-tag' }, approval.kind)),
+      h('div', { class: 'subject', title: input }, approval.subject || input),
+      approval.subject && input.length > 2 ? h('div', { class: 'input mono faint', title: input }, input.length > 160 ? `${input.slice(0, 159)}…` : input) : null,
+      h('div', { class: 'meta' },
+        options.showThread ? options.link(`/threads/${approval.threadId}`, `thread ${shortId(approval.threadId)}`, { title: approval.threadId }) : null,
+        options.showThread ? ' · ' : null,
+        h('span', { title: approval.turnId }, `turn ${shortId(approval.turnId)}`),
+        ' · ', h('span', { title: new Date(approval.requestedAt).toISOString() }, `asked ${formatAgo(approval.requestedAt)}`))),
+    h('div', { class: 'actions' }, approve, note, deny),
+    answer);
+
+  /** @param {'once' | 'deny'} decision */
+  const respond = async (decision) => {
+    approve.disabled = true;
+    deny.disabled = true;
+    answer.textContent = '';
+    try {
+      await call('approval.respond', {
+        threadId: approval.threadId,
+        approvalId: approval.id,
+        decision,
+        note: decision === 'deny' && note.value.trim() ? note.value.trim() : null,
+      });
+      row.classList.add('answered');
+      answer.className = 'answer-ok';
+      answer.textContent = decision === 'deny' ? 'denied — waiting for the engine' : 'approved — waiting for the engine';
+      options.onAnswered();
+    } catch (error) {
+      const message = `approval ${shortId(approval.id)}: ${describeError(error)}`;
+      answer.className = 'answer-error';
+      answer.textContent = message;
+      showError(message);
+      approve.disabled = false;
+      deny.disabled = false;
+      options.onAnswered();
+    }
+  };
+  approve.addEventListener('click', () => void respond('once'));
+  deny.addEventListener('click', () => void respond('deny'));
+  note.addEventListener('keydown', (event) => {
+    if (event.key === 'Enter') void respond('deny');
+  });
+  return row;
+}

@@ -1,0 +1,212 @@
+import { type IncomingMessage, type Server, type ServerResponse, createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { type Bus, TurnloomError } from '../domain/index.ts';
+import { idPattern } from '../bus/index.ts';
+import { TurnloomClient } from '../client/index.ts';
+import type { ApiMethod } from '../services/api/index.ts';
+import { layoutCharts } from './chartLayout.ts';
+import { readPageFile } from './pageFiles.ts';
+import { isOwnHost, isOwnPost } from './requestGuards.ts';
+import { type StreamMessage, ThreadStream } from './threadStream.ts';
+
+export interface RelayOptions {
+  bus: Bus;
+  prefix?: string;
+  /** The API token the page's calls carry (approvals need the `operate` scope). */
+  token?: string;
+  /** 0 picks a free port. */
+  port: number;
+}
+
+/** What the page may ask of the API: reads, and answering or stopping what it shows. */
+const pageMethods = new Set<ApiMethod>([
+  'thread.list',
+  'thread.get',
+  'thread.turns',
+  'thread.events',
+  'approval.list',
+  'approval.respond',
+  'turn.interrupt',
+  'worker.list',
+  'checkpoint.list',
+  'health',
+]);
+
+const MAX_BODY_BYTES = 1024 * 1024;
+const HEARTBEAT_MS = 15_000;
+
+function sendJson(response: ServerResponse, status: number, body: unknown): void {
+  response.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store' });
+  response.end(JSON.stringify(body));
+}
+
+const errorBody = (code: string, message: string) => ({ error: { code, message, details: {} } });
+
+async function readBody(request: IncomingMessage): Promise<unknown> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of request as AsyncIterable<Buffer>) {
+    size += chunk.length;
+    if (size > MAX_BODY_BYTES) throw new TurnloomError('invalid_payload', `request body over ${MAX_BODY_BYTES} bytes`);
+    chunks.push(chunk);
+  }
+  const text = Buffer.concat(chunks).toString('utf8');
+  if (text.trim() === '') return {};
+  try {
+    return JSON.parse(text);
+  } catch {
+    throw new TurnloomError('invalid_payload', 'the body is not JSON');
+  }
+}
+
+/** One server-sent event; `id` is the thread sequence, which the browser sends back as Last-Event-ID when it reconnects. */
+function frame(message: StreamMessage): string {
+  const { kind, ...rest } = message;
+  const data = kind === 'event' ? message.event : kind === 'live' ? message.delta : kind === 'inspect' ? message.inspection : rest;
+  const id = kind === 'event' ? `id: ${message.event.threadSeq}\n` : '';
+  return `event: ${kind}\n${id}data: ${JSON.stringify(data)}\n\n`;
+}
+
+/** Where a stream starts: the browser's Last-Event-ID when it reconnects, else `?after=`. */
+function startSeq(request: IncomingMessage, url: URL): number | undefined {
+  const raw = request.headers['last-event-id'] ?? url.searchParams.get('after') ?? '0';
+  const value = Number(raw);
+  return Number.isSafeInteger(value) && value >= 0 ? value : undefined;
+}
+
+/**
+ * The inspector's local web server: the page and its assets, the four charts
+ * laid out, the API for the page (with the relay's token), and one live
+ * stream per open thread. Bound to 127.0.0.1; see docs/inspector.md.
+ */
+export class InspectorRelay {
+  private readonly options: RelayOptions;
+  private readonly client: TurnloomClient;
+  /** Open page streams, each ended cleanly on stop so a browser reconnects instead of reporting a broken response. */
+  private readonly streams = new Map<ThreadStream, ServerResponse>();
+  private server: Server | undefined;
+  private charts: string | undefined;
+  port = 0;
+
+  constructor(options: RelayOptions) {
+    this.options = options;
+    this.client = new TurnloomClient(options.bus, { ...(options.prefix ? { prefix: options.prefix } : {}), ...(options.token ? { token: options.token } : {}) });
+  }
+
+  get url(): string {
+    return `http://127.0.0.1:${this.port}/`;
+  }
+
+  async start(): Promise<this> {
+    const server = createServer((request, response) => {
+      this.route(request, response).catch((error: unknown) => {
+        console.error('turnloom inspect: a request failed', error);
+        if (!response.headersSent) sendJson(response, 500, errorBody('internal', 'the relay failed to answer'));
+        else response.destroy();
+      });
+    });
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(this.options.port, '127.0.0.1', () => {
+        server.off('error', reject);
+        resolve();
+      });
+    }).catch((error: NodeJS.ErrnoException) => {
+      if (error.code === 'EADDRINUSE') throw new TurnloomError('unavailable', `port ${this.options.port} on 127.0.0.1 is taken; choose another with --port (0 picks a free one)`);
+      if (error.code === 'EACCES') throw new TurnloomError('unavailable', `port ${this.options.port} needs privileges; choose one above 1023`);
+      throw error;
+    });
+    this.server = server;
+    this.port = (server.address() as AddressInfo).port;
+    return this;
+  }
+
+  async stop(): Promise<void> {
+    for (const [stream, response] of this.streams) {
+      stream.close();
+      response.end();
+    }
+    this.streams.clear();
+    const server = this.server;
+    if (!server) return;
+    this.server = undefined;
+    const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+    server.closeAllConnections();
+    await closed;
+  }
+
+  private async route(request: IncomingMessage, response: ServerResponse): Promise<void> {
+    if (!isOwnHost(request, this.port)) return sendJson(response, 403, errorBody('forbidden', 'this relay answers only on its own address (127.0.0.1)'));
+    const url = new URL(request.url ?? '/', this.url);
+    const path = url.pathname;
+    if (request.method === 'POST' && path.startsWith('/api/')) return this.callApi(request, response, path.slice('/api/'.length));
+    if (request.method !== 'GET' && request.method !== 'HEAD') return sendJson(response, 405, errorBody('invalid_payload', `${request.method} is not served here`));
+    if (path === '/' || /^\/threads\/[^/]+$/.test(path)) return this.sendFile(response, 'index.html');
+    if (path.startsWith('/assets/')) return this.sendFile(response, path.slice('/assets/'.length));
+    if (path === '/charts.json') {
+      this.charts ??= JSON.stringify({ machines: layoutCharts() });
+      response.writeHead(200, { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-cache' });
+      response.end(this.charts);
+      return;
+    }
+    const stream = /^\/stream\/threads\/([^/]+)$/.exec(path);
+    if (stream) return this.openStream(request, response, url, decodeURIComponent(stream[1]!));
+    sendJson(response, 404, errorBody('not_found', `nothing at ${path}`));
+  }
+
+  private async sendFile(response: ServerResponse, name: string): Promise<void> {
+    const file = await readPageFile(name);
+    if (!file) return sendJson(response, 404, errorBody('not_found', `no page file ${name}`));
+    response.writeHead(200, { 'content-type': file.contentType, 'cache-control': 'no-cache', 'x-content-type-options': 'nosniff' });
+    response.end(file.body);
+  }
+
+  private async callApi(request: IncomingMessage, response: ServerResponse, method: string): Promise<void> {
+    if (!isOwnPost(request)) return sendJson(response, 403, errorBody('forbidden', 'only the inspector page may call the API here (same origin, JSON body)'));
+    if (!pageMethods.has(method as ApiMethod)) return sendJson(response, 404, errorBody('not_found', `the page may not call "${method}"`));
+    try {
+      const params = await readBody(request);
+      sendJson(response, 200, { result: await this.client.call(method as ApiMethod, params as never) });
+    } catch (error) {
+      const body = error instanceof TurnloomError ? error.toJSON() : { code: 'internal', message: String(error), details: {} };
+      sendJson(response, 200, { error: body });
+    }
+  }
+
+  private async openStream(request: IncomingMessage, response: ServerResponse, url: URL, threadId: string): Promise<void> {
+    const after = startSeq(request, url);
+    if (!idPattern.test(threadId) || after === undefined) {
+      return sendJson(response, 400, errorBody('invalid_payload', 'a stream needs a thread id of 1-128 letters, digits, "_" or "-" and a whole number after= (or Last-Event-ID)'));
+    }
+    response.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-store', connection: 'keep-alive', 'x-accel-buffering': 'no' });
+    response.write('retry: 1000\n\n');
+    const sink = (message: StreamMessage): Promise<void> => {
+      if (response.destroyed) return Promise.resolve();
+      if (message.kind === 'failed') {
+        // The page closes its EventSource on this; the stream is over either way.
+        response.end(frame(message));
+        return Promise.resolve();
+      }
+      if (response.write(frame(message))) return Promise.resolve();
+      return new Promise((resolve) => {
+        const done = () => {
+          response.off('drain', done);
+          response.off('close', done);
+          resolve();
+        };
+        response.on('drain', done);
+        response.on('close', done);
+      });
+    };
+    const stream = new ThreadStream(this.client, threadId, after, sink);
+    const heartbeat = setInterval(() => response.write(': keep-alive\n\n'), HEARTBEAT_MS);
+    heartbeat.unref();
+    this.streams.set(stream, response);
+    response.on('close', () => {
+      clearInterval(heartbeat);
+      stream.close();
+      this.streams.delete(stream);
+    });
+    await stream.start();
+  }
+}

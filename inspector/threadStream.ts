@@ -1,0 +1,157 @@
+import { type BusMessage, type BusStatus, type BusSubscription, type StoredEvent, TurnloomError } from '../domain/index.ts';
+import { MSGPACK, decode } from '../bus/index.ts';
+import type { ApiCaller } from '../client/index.ts';
+
+/** What the page hears, as server-sent events (see docs/inspector.md). */
+export type StreamMessage =
+  | { kind: 'event'; event: StoredEvent }
+  | { kind: 'caughtUp'; seq: number }
+  | { kind: 'live'; delta: unknown }
+  | { kind: 'inspect'; inspection: unknown }
+  | { kind: 'relay'; bus: BusStatus }
+  | { kind: 'failed'; code: string; message: string };
+
+/** Resolves when the page's connection can take more (its socket buffer drained). */
+export type StreamSink = (message: StreamMessage) => Promise<void>;
+
+const PAGE = 1_000;
+/** In case the last event of a burst was lost on the bus: a gap is noticed only when a later one arrives. */
+const POLL_MS = 5_000;
+
+/** Answers that retrying cannot fix: the stream ends with them. */
+const fatal = new Set(['not_found', 'forbidden', 'unauthorized', 'invalid_payload']);
+
+/**
+ * Follows one thread for one page: its committed events in order, each once,
+ * from `after`, then live; its live deltas and inspection records as they
+ * come. Subscribes before paging the log, so nothing falls between the two;
+ * a gap in the sequence, a reconnection of the bus or the poll pages again
+ * from the last event sent.
+ */
+export class ThreadStream {
+  private readonly api: ApiCaller;
+  private readonly threadId: string;
+  private readonly sink: StreamSink;
+  private lastSent: number;
+  private readonly subscriptions: BusSubscription[] = [];
+  private stopStatus: (() => void) | undefined;
+  private poll: NodeJS.Timeout | undefined;
+  private catchingUp: Promise<void> | null = null;
+  private again = false;
+  private closed = false;
+  private following = true;
+  /** Deliveries to the page, one at a time, in order. */
+  private queue: Promise<void> = Promise.resolve();
+
+  constructor(api: ApiCaller, threadId: string, after: number, sink: StreamSink) {
+    this.api = api;
+    this.threadId = threadId;
+    this.lastSent = after;
+    this.sink = sink;
+  }
+
+  async start(): Promise<void> {
+    const { bus, subjects } = this.api;
+    this.subscriptions.push(
+      bus.subscribe(subjects.events(this.threadId), (message) => this.onEvent(message)),
+      bus.subscribe(subjects.live(this.threadId), (message) => this.forward(message, (delta) => ({ kind: 'live', delta }))),
+      bus.subscribe(subjects.inspect(this.threadId), (message) => this.forward(message, (inspection) => ({ kind: 'inspect', inspection }))),
+    );
+    this.stopStatus = bus.onStatus((status) => {
+      this.deliver({ kind: 'relay', bus: status });
+      if (status === 'connected') this.catchUp();
+    });
+    this.deliver({ kind: 'relay', bus: bus.status() });
+    this.poll = setInterval(() => this.catchUp(), POLL_MS);
+    this.poll.unref();
+    this.catchUp();
+    await this.catchingUp;
+    if (this.following) this.deliver({ kind: 'caughtUp', seq: this.lastSent });
+  }
+
+  /** The page went away: nothing more is delivered. */
+  close(): void {
+    this.closed = true;
+    this.stopFollowing();
+  }
+
+  /** Stops listening; what is already queued for the page still goes out. */
+  private stopFollowing(): void {
+    this.following = false;
+    clearInterval(this.poll);
+    this.stopStatus?.();
+    for (const subscription of this.subscriptions.splice(0)) subscription.unsubscribe();
+  }
+
+  private deliver(message: StreamMessage): void {
+    if (this.closed) return;
+    this.queue = this.queue.then(() => (this.closed ? undefined : this.sink(message)));
+  }
+
+  private forward(message: BusMessage, wrap: (value: unknown) => StreamMessage): void {
+    try {
+      this.deliver(wrap(decode(message.data, MSGPACK)));
+    } catch (error) {
+      console.error(`turnloom inspect: a malformed message on ${message.subject}`, error);
+    }
+  }
+
+  private onEvent(message: BusMessage): void {
+    let event: StoredEvent;
+    try {
+      event = decode(message.data, MSGPACK) as StoredEvent;
+    } catch (error) {
+      console.error(`turnloom inspect: a malformed event on ${message.subject}`, error);
+      return;
+    }
+    if (this.catchingUp) {
+      // The page being read may or may not hold it: read again when done.
+      if (event.threadSeq > this.lastSent) this.again = true;
+      return;
+    }
+    if (event.threadSeq <= this.lastSent) return;
+    if (event.threadSeq === this.lastSent + 1) this.send(event);
+    else this.catchUp();
+  }
+
+  private send(event: StoredEvent): void {
+    this.lastSent = event.threadSeq;
+    this.deliver({ kind: 'event', event });
+  }
+
+  /** Pages the log from the last event sent until it is read to the end; one run at a time. */
+  private catchUp(): void {
+    if (!this.following) return;
+    if (this.catchingUp) {
+      this.again = true;
+      return;
+    }
+    this.catchingUp = this.readLog()
+      .catch((error: unknown) => {
+        const body = error instanceof TurnloomError ? error : new TurnloomError('internal', String(error));
+        if (fatal.has(body.code)) {
+          this.deliver({ kind: 'failed', code: body.code, message: body.message });
+          this.stopFollowing();
+        }
+        // Otherwise the engine is away for now: the poll or the next event tries again.
+      })
+      .finally(() => {
+        this.catchingUp = null;
+        if (this.again && this.following) {
+          this.again = false;
+          this.catchUp();
+        }
+      });
+  }
+
+  private async readLog(): Promise<void> {
+    for (;;) {
+      this.again = false;
+      const { events } = await this.api.call('thread.events', { threadId: this.threadId, after: this.lastSent, limit: PAGE });
+      for (const event of events) if (event.threadSeq === this.lastSent + 1) this.send(event);
+      // Let the page's socket drain before reading more: a 10,000-event thread never sits in memory twice.
+      await this.queue;
+      if (events.length < PAGE || !this.following) return;
+    }
+  }
+}

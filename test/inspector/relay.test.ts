@@ -1,0 +1,193 @@
+import { request } from 'node:http';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { MSGPACK, encode } from '../../bus/index.ts';
+import type { Bus, DomainEvent, StoredEvent } from '../../domain/index.ts';
+import { InspectorRelay } from '../../inspector/index.ts';
+import type { TurnloomClient } from '../../client/index.ts';
+import { type ApiFixture, openApiFixture } from '../support/apiFixture.ts';
+import { turnEvents } from '../support/engineFixture.ts';
+import { type NatsServerHandle, startNatsServer } from '../support/natsServer.ts';
+import { type SseMessage, type SseStream, openSse } from '../support/sseClient.ts';
+
+let server: NatsServerHandle;
+let fx: ApiFixture;
+let client: TurnloomClient;
+let relayBus: Bus;
+let relay: InspectorRelay;
+
+beforeAll(async () => {
+  // Its own nats-server: one test stops and restarts it.
+  server = await startNatsServer();
+  fx = await openApiFixture({ natsUrl: server.url });
+  client = await fx.client();
+  relayBus = await fx.connect();
+  relay = await new InspectorRelay({ bus: relayBus, prefix: fx.prefix, port: 0 }).start();
+});
+afterAll(async () => {
+  await relay.stop();
+  await fx.dispose();
+  await server.dispose();
+});
+
+const seqs = (messages: SseMessage[]) => messages.filter((message) => message.event === 'event').map((message) => (message.data as StoredEvent).threadSeq);
+const range = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, index) => from + index);
+
+/** A thread with an open turn that `turn.record` can write deltas into, as a worker would. */
+async function threadWithOpenPart(): Promise<{ threadId: string; write(count: number, tag: string): Promise<void> }> {
+  const { threadId } = await client.call('thread.create', {});
+  const { turnId } = await client.call('turn.start', { threadId, input: { text: 'stream' } });
+  const t = turnEvents(turnId);
+  const { engine } = fx.server;
+  await engine.submit({ type: 'turn.record', commandId: `${threadId}-open`, threadId, turnId, events: [t.sessionStarted(), t.started(), t.step(1), { type: 'part.started', turnId, partId: 'p', step: 1, kind: 'text' }] });
+  return {
+    threadId,
+    write: async (count, tag) => {
+      const events: DomainEvent[] = Array.from({ length: count }, (_, index) => ({ type: 'part.delta', turnId, partId: 'p', text: `${tag}${index},` }));
+      await engine.submit({ type: 'turn.record', commandId: `${threadId}-${tag}`, threadId, turnId, events });
+    },
+  };
+}
+
+function raw(path: string, options: { method?: string; headers?: Record<string, string>; body?: string } = {}): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = request(`${relay.url.slice(0, -1)}${path}`, { method: options.method ?? 'GET', headers: options.headers ?? {} }, (response) => {
+      let body = '';
+      response.setEncoding('utf8');
+      response.on('data', (chunk: string) => (body += chunk));
+      response.on('end', () => resolve({ status: response.statusCode ?? 0, body }));
+    });
+    req.on('error', reject);
+    req.end(options.body);
+  });
+}
+
+const post = (method: string, params: unknown, headers: Record<string, string> = {}) =>
+  raw(`/api/${method}`, { method: 'POST', headers: { 'content-type': 'application/json', origin: relay.url.slice(0, -1), ...headers }, body: JSON.stringify(params) });
+
+describe('the inspector relay: one thread, live, over server-sent events', () => {
+  let open: SseStream[] = [];
+  const stream = async (path: string, headers: Record<string, string> = {}) => {
+    const opened = await openSse(`${relay.url.slice(0, -1)}${path}`, headers);
+    open.push(opened);
+    return opened;
+  };
+  afterAll(() => open.forEach((opened) => opened.close()));
+
+  it('sends the whole log in order, each event once (past one page), says caughtUp, then follows new commits, live deltas and inspections', async () => {
+    const thread = await threadWithOpenPart();
+    await thread.write(2_400, 'a');
+    const { seq } = await client.call('thread.get', { threadId: thread.threadId });
+    const sse = await stream(`/stream/threads/${thread.threadId}?after=0`);
+    expect(sse.status).toBe(200);
+    await expect.poll(() => sse.messages.find((message) => message.event === 'caughtUp'), { timeout: 20_000 }).toBeDefined();
+    expect(sse.messages.find((message) => message.event === 'caughtUp')!.data).toEqual({ seq });
+    expect(seqs(sse.messages)).toEqual(range(1, seq));
+    expect(sse.messages.filter((message) => message.event === 'event').map((message) => message.id)).toEqual(range(1, seq).map(String));
+
+    await thread.write(3, 'b');
+    relayBus.publish(client.subjects.live(thread.threadId), encode({ turnId: 'x', step: 1, partId: 'p', kind: 'text', text: 'typing…' }, MSGPACK), { headers: { 'content-type': MSGPACK } });
+    await expect.poll(() => seqs(sse.messages).at(-1), { timeout: 10_000 }).toBe(seq + 3);
+    expect(seqs(sse.messages)).toEqual(range(1, seq + 3));
+    await expect.poll(() => sse.messages.find((message) => message.event === 'live')?.data, { timeout: 10_000 }).toMatchObject({ text: 'typing…' });
+    const inspections = sse.messages.filter((message) => message.event === 'inspect').map((message) => message.data as { threadSeq: number; transitions: unknown[] });
+    expect(inspections.at(-1)).toMatchObject({ threadSeq: seq + 3, outcome: 'accepted' });
+    expect(inspections.at(-1)!.transitions).toHaveLength(3);
+  });
+
+  it('resumes after Last-Event-ID when the browser reconnects: nothing twice, nothing missed', async () => {
+    const thread = await threadWithOpenPart();
+    await thread.write(10, 'a');
+    const first = await stream(`/stream/threads/${thread.threadId}?after=0`);
+    await expect.poll(() => first.messages.some((message) => message.event === 'caughtUp'), { timeout: 10_000 }).toBe(true);
+    const seen = seqs(first.messages).at(-1)!;
+    first.close();
+    await thread.write(5, 'b');
+    // EventSource sends the last id it saw; it wins over the after= of the URL it reopens.
+    const second = await stream(`/stream/threads/${thread.threadId}?after=0`, { 'last-event-id': String(seen) });
+    await expect.poll(() => seqs(second.messages).at(-1), { timeout: 10_000 }).toBe(seen + 5);
+    expect(seqs(second.messages)).toEqual(range(seen + 1, seen + 5));
+  });
+
+  it('relays only what the log holds: an event out of sequence on the subject makes it read the log, and a made-up one is never sent', async () => {
+    const thread = await threadWithOpenPart();
+    const sse = await stream(`/stream/threads/${thread.threadId}?after=0`);
+    await expect.poll(() => sse.messages.some((message) => message.event === 'caughtUp'), { timeout: 10_000 }).toBe(true);
+    const last = seqs(sse.messages).at(-1)!;
+    const bogus: StoredEvent = { seq: 1e9, threadId: thread.threadId, threadSeq: last + 3, commandId: 'bogus', at: Date.now(), event: { type: 'thread.renamed', title: 'made up' } };
+    relayBus.publish(client.subjects.events(thread.threadId), encode(bogus, MSGPACK), { headers: { 'content-type': MSGPACK } });
+    await thread.write(4, 'b');
+    await expect.poll(() => seqs(sse.messages).at(-1), { timeout: 10_000 }).toBe(last + 4);
+    expect(seqs(sse.messages)).toEqual(range(1, last + 4));
+    expect(sse.messages.some((message) => (message.data as StoredEvent).commandId === 'bogus')).toBe(false);
+  });
+
+  it('catches up on what was committed while its NATS server was down, once each, and says how its link went', async () => {
+    const thread = await threadWithOpenPart();
+    const sse = await stream(`/stream/threads/${thread.threadId}?after=0`);
+    await expect.poll(() => sse.messages.some((message) => message.event === 'caughtUp'), { timeout: 10_000 }).toBe(true);
+    const last = seqs(sse.messages).at(-1)!;
+    await server.stop();
+    await thread.write(50, 'down');
+    await server.start();
+    await expect.poll(() => seqs(sse.messages).at(-1), { timeout: 30_000, interval: 100 }).toBe(last + 50);
+    expect(seqs(sse.messages)).toEqual(range(1, last + 50));
+    const links = sse.messages.filter((message) => message.event === 'relay').map((message) => (message.data as { bus: string }).bus);
+    expect(links[0]).toBe('connected');
+    expect(links).toContain('reconnecting');
+    expect(links.at(-1)).toBe('connected');
+  });
+
+  it('ends the stream with `failed` for a thread that does not exist, and refuses a malformed id or start', async () => {
+    const missing = await stream('/stream/threads/no_such_thread?after=0');
+    await missing.ended;
+    expect(missing.messages.at(-1)).toMatchObject({ event: 'failed', data: { code: 'not_found' } });
+    expect((await raw('/stream/threads/a.b?after=0')).status).toBe(400);
+    expect((await raw(`/stream/threads/${'x'.repeat(129)}?after=0`)).status).toBe(400);
+    expect((await raw('/stream/threads/abc?after=-1')).status).toBe(400);
+    expect((await raw('/stream/threads/abc?after=1.5')).status).toBe(400);
+  });
+});
+
+describe('the inspector relay: what it answers, and to whom', () => {
+  it('serves the page on / and /threads/<id>, its assets, and nothing outside its folder', async () => {
+    for (const path of ['/', '/threads/thr_abc']) {
+      const page = await raw(path);
+      expect(page.status).toBe(200);
+      expect(page.body).toContain('<!doctype html>');
+      // Offline: nothing is loaded from anywhere but the relay.
+      expect(page.body).not.toMatch(/(src|href)="(https?:)?\/\//i);
+    }
+    expect((await raw('/assets/..%2F..%2Fpackage.json')).status).toBe(404);
+    expect((await raw('/assets/../../package.json')).status).toBe(404);
+    expect((await raw('/assets/.hidden.js')).status).toBe(404);
+    expect((await raw('/nothing-here')).status).toBe(404);
+  });
+
+  it('lays out the four machines for the charts', async () => {
+    const { machines } = JSON.parse((await raw('/charts.json')).body) as { machines: Array<{ machine: string; states: Array<{ path: string }> }> };
+    expect(machines.map((chart) => chart.machine)).toEqual(['session', 'turn', 'part', 'approval']);
+    expect(machines[1]!.states.map((state) => state.path)).toContain('running.awaitingApproval');
+  });
+
+  it('answers only on its own address, and takes API calls only from its own page, for the methods the page needs', async () => {
+    expect((await raw('/', { headers: { host: 'attacker.example:80' } })).status).toBe(403);
+    expect((await raw('/', { headers: { host: `127.0.0.1.nip.io:${relay.port}` } })).status).toBe(403);
+    const ok = await post('health', {});
+    expect(ok.status).toBe(200);
+    expect(JSON.parse(ok.body).result.status).toBe('ok');
+    expect((await post('health', {}, { origin: 'http://attacker.example' })).status).toBe(403);
+    expect((await post('health', {}, { 'sec-fetch-site': 'cross-site' })).status).toBe(403);
+    expect((await raw('/api/health', { method: 'POST', headers: { 'content-type': 'text/plain' }, body: '{}' })).status).toBe(403);
+    expect((await post('turn.start', { threadId: 'x', input: { text: 'hi' } })).status).toBe(404);
+    expect((await post('thread.create', {})).status).toBe(404);
+    // The API's own answers come back as they are, typed.
+    const missing = JSON.parse((await post('approval.respond', { threadId: 'nope', approvalId: 'a1', decision: 'once' })).body);
+    expect(missing.error.code).toBe('not_found');
+    const bad = JSON.parse((await post('thread.get', { threadId: 'nope', extra: 1 })).body);
+    expect(bad.error.code).toBe('invalid_payload');
+    const notJson = await raw('/api/health', { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{nope' });
+    expect(JSON.parse(notJson.body).error.code).toBe('invalid_payload');
+    const huge = await raw('/api/health', { method: 'POST', headers: { 'content-type': 'application/json' }, body: `"${'x'.repeat(1_100_000)}"` });
+    expect(JSON.parse(huge.body).error.code).toBe('invalid_payload');
+  });
+});
