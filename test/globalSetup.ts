@@ -1,4 +1,5 @@
 import type { TestProject } from 'vitest/node';
+import { chromiumPath } from './support/chromium.ts';
 import { installFromDebian } from './support/debianPackage.ts';
 import { ensureNatsServer, startNatsServer } from './support/natsServer.ts';
 
@@ -13,6 +14,8 @@ export default async function setup(project: TestProject): Promise<() => Promise
   ensureNatsServer();
   // The grep tool uses ripgrep when it is there; its test says what to install when it cannot be brought.
   installFromDebian('rg', 'ripgrep');
+  // The inspector's browser test drives Debian's chromium; without it that test says how to install it (and fails in CI).
+  if (!chromiumPath()) installFromDebian('chromium', 'chromium');
   const server = await startNatsServer();
   project.provide('natsUrl', server.url);
   return () => server.dispose();
