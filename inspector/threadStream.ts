@@ -40,6 +40,8 @@ export class ThreadStream {
   private again = false;
   private closed = false;
   private following = true;
+  /** Set once the API let the relay's token read the thread: nothing reaches the page before. */
+  private allowed = false;
   /** Deliveries to the page, one at a time, in order. */
   private queue: Promise<void> = Promise.resolve();
 
@@ -89,6 +91,8 @@ export class ThreadStream {
   }
 
   private forward(message: BusMessage, wrap: (value: unknown) => StreamMessage): void {
+    // The subjects carry every principal's threads; the log read is where the token is checked.
+    if (!this.allowed) return;
     try {
       this.deliver(wrap(decode(message.data, MSGPACK)));
     } catch (error) {
@@ -148,6 +152,7 @@ export class ThreadStream {
     for (;;) {
       this.again = false;
       const { events } = await this.api.call('thread.events', { threadId: this.threadId, after: this.lastSent, limit: PAGE });
+      this.allowed = true;
       for (const event of events) if (event.threadSeq === this.lastSent + 1) this.send(event);
       // Let the page's socket drain before reading more: a 10,000-event thread never sits in memory twice.
       await this.queue;

@@ -122,6 +122,28 @@ describe('principals and scopes', () => {
   });
 });
 
+describe('the inspector relay under tokens', () => {
+  it('streams a thread only when the relay’s token may read it, and the page’s calls carry that token', async () => {
+    const fx = await openApiFixture({ auth: { tokens } });
+    const relay = await new InspectorRelay({ bus: await fx.connect(), prefix: fx.prefix, token: 'bob-token-0123456789', port: 0 }).start();
+    try {
+      const alice = await fx.client({ token: 'alice-token-0123456789' });
+      const { threadId } = await alice.call('thread.create', { title: 'alice only' });
+      const sse = await openSse(`${relay.url}stream/threads/${threadId}?after=0`);
+      await sse.ended;
+      expect(sse.messages.at(-1)).toMatchObject({ event: 'failed' });
+      expect(['not_found', 'forbidden']).toContain((sse.messages.at(-1)!.data as { code: string }).code);
+      expect(sse.messages.map((message) => message.event).filter((event) => event !== 'relay' && event !== 'failed')).toEqual([]);
+      // The page's API calls carry the same token: bob cannot answer alice's approvals through it either.
+      const listed = await fetch(`${relay.url}api/thread.list`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
+      expect(((await listed.json()) as { result: { threads: unknown[] } }).result.threads).toEqual([]);
+    } finally {
+      await relay.stop();
+      await fx.dispose();
+    }
+  });
+});
+
 describe('the shipped NATS permissions (docs/nats/turnloom-permissions.conf) on a real server', () => {
   const passwords = {
     TURNLOOM_ENGINE_PASSWORD: 'engine-secret',
