@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { IllegalTransition, type Inspection, type ListedThread, type Receipt, type StoredEvent, type ThreadHead, type ThreadStore, type ThreadSummary, type ThreadView, TurnloomError, summarize, wellFormed } from '../../domain/index.ts';
+import { IllegalTransition, type Inspection, type ListedThread, type Receipt, type StoredEvent, type ThreadHead, type ThreadStore, type ThreadSummary, type ThreadView, type TurnView, TurnloomError, summarize, wellFormed } from '../../domain/index.ts';
 import { type Command, type CommandResult, type Refusal, isSystemCommand } from './commands.ts';
 import { decide } from './decide.ts';
 import { machinesVersion } from './machinesVersion.ts';
@@ -272,7 +272,7 @@ export class Engine {
     });
 
     try {
-      thread.actors.apply(draft.deliveries);
+      thread.actors.adopt(draft.stagedActors());
       thread.view = view;
       if (snapshotDue) thread.snapshotSeq = view.seq;
       thread.lastUsed = this.now();
@@ -306,7 +306,7 @@ export class Engine {
     for (let after = usable?.threadSeq ?? 0; ; ) {
       const events = this.store.readThreadEvents(threadId, after, 1_000);
       if (events.length === 0) break;
-      for (const { event } of events) actors.apply(routeEvent(event));
+      for (const { event } of events) actors.replay(routeEvent(event));
       after = events[events.length - 1]!.threadSeq;
     }
     const thread: LoadedThread = { actors, view, snapshotSeq: usable?.threadSeq ?? 0, lastUsed: this.now() };
@@ -319,6 +319,11 @@ export class Engine {
     const view = this.loaded.get(threadId)?.view ?? this.store.readView(threadId);
     if (!view) throw new TurnloomError('not_found', `thread ${threadId} not found`, { threadId });
     return view;
+  }
+
+  /** One turn of a thread, without reading its other turns (what the reactors look at on start). */
+  readTurn(threadId: string, turnId: string): TurnView | undefined {
+    return this.loaded.get(threadId)?.view.turns[turnId] ?? this.store.readTurn(threadId, turnId);
   }
 
   /** The read model as stored, bypassing the in-memory copy: what the durable log folds to. */

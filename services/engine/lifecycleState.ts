@@ -1,4 +1,5 @@
-import { type AnyStateMachine, type StateValue, initialTransition, transition } from 'xstate';
+import type { AnyStateMachine, StateValue } from 'xstate';
+import { startMachine, stepMachine } from '../machineStep.ts';
 import { stateName } from '../strictSend.ts';
 
 function parseStateName(name: string): StateValue {
@@ -17,10 +18,10 @@ export interface LifecycleState<C extends object> {
  */
 export function advanceLifecycle<C extends object>(machine: AnyStateMachine, current: LifecycleState<C>, event: { type: string }): LifecycleState<C> {
   const snapshot = machine.resolveState({ value: parseStateName(current.state), context: current.context });
-  const [next] = transition(machine, snapshot, event);
+  const next = stepMachine(machine, snapshot, event);
   return { state: stateName(next.value), context: next.context as C };
 }
 
 export function initialStateName(machine: AnyStateMachine, input: object): string {
-  return stateName(initialTransition(machine, input)[0].value);
+  return stateName(startMachine(machine, input).value);
 }

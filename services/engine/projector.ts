@@ -1,6 +1,8 @@
 import { DEFAULT_ENVIRONMENT, type ApprovalView, defaultPermissions, type DomainEvent, type PartView, type ThreadView, type TurnView, addUsage, childId, emptyCursor, zeroUsage } from '../../domain/index.ts';
 import { approvalMachine, partMachine, sessionMachine, turnMachine } from '../../machines/index.ts';
-import { advanceLifecycle, initialStateName } from './lifecycleState.ts';
+import type { AnyStateMachine, StateValue } from 'xstate';
+import { stateName } from '../strictSend.ts';
+import { type LifecycleState, advanceLifecycle, initialStateName } from './lifecycleState.ts';
 import { advanceCursor } from './logInvariants.ts';
 import { type Delivery, routeEvent } from './routeEvent.ts';
 
@@ -116,33 +118,41 @@ function findTurnOfApproval(view: ThreadView, approvalId: string): string {
   throw new Error(`projector: unknown approval ${approvalId}`);
 }
 
+/**
+ * The snapshot a machine already stepped to for one delivery (the engine's
+ * draft has it), so the fold need not step it again; `undefined`: step it here.
+ */
+export type SteppedSnapshot = (delivery: Delivery) => { value: StateValue; context: unknown } | undefined;
+
+/** The state after a delivery: the one already stepped, or the machine's own answer. */
+function stepped<C extends object>(machine: AnyStateMachine, current: LifecycleState<C>, delivery: Delivery & { event: { type: string } }, given: SteppedSnapshot | undefined): LifecycleState<C> {
+  const snapshot = given?.(delivery);
+  return snapshot ? { state: stateName(snapshot.value), context: snapshot.context as C } : advanceLifecycle(machine, current, delivery.event);
+}
+
 /** Moves the state names of every entity the event concerns, using the machines themselves. */
-function advanceStates(view: ThreadView, deliveries: Delivery[]): ThreadView {
+function advanceStates(view: ThreadView, deliveries: Delivery[], given: SteppedSnapshot | undefined): ThreadView {
   let next = view;
   for (const delivery of deliveries) {
     if (delivery.event === null) continue;
-    const event = delivery.event;
+    const step = <C extends object>(machine: AnyStateMachine, current: LifecycleState<C>) => stepped(machine, current, delivery as Delivery & { event: { type: string } }, given);
     switch (delivery.machine) {
       case 'session': {
-        const { state, context } = advanceLifecycle(
-          sessionMachine,
-          { state: next.session.state, context: { threadId: next.id, providerSessionId: next.session.providerSessionId, failure: next.session.failure } },
-          event,
-        );
+        const { state, context } = step(sessionMachine, { state: next.session.state, context: { threadId: next.id, providerSessionId: next.session.providerSessionId, failure: next.session.failure } });
         next = { ...next, session: { state, providerSessionId: context.providerSessionId, failure: context.failure } };
         break;
       }
       case 'turn':
         next = mapTurn(next, delivery.id, (turn) => ({
           ...turn,
-          state: advanceLifecycle(turnMachine, { state: turn.state, context: { turnId: turn.id, step: turn.steps.length } }, event).state,
+          state: step(turnMachine, { state: turn.state, context: { turnId: turn.id, step: turn.steps.length } }).state,
         }));
         break;
       case 'part':
         next = mapTurn(next, findTurnOfPart(next, delivery.id), (turn) =>
           mapPart(turn, delivery.id, (part) => ({
             ...part,
-            state: advanceLifecycle(partMachine, { state: part.state, context: { partId: part.id, kind: part.kind } }, event).state,
+            state: step(partMachine, { state: part.state, context: { partId: part.id, kind: part.kind } }).state,
           })),
         );
         break;
@@ -150,7 +160,7 @@ function advanceStates(view: ThreadView, deliveries: Delivery[]): ThreadView {
         next = mapTurn(next, findTurnOfApproval(next, delivery.id), (turn) =>
           mapApproval(turn, delivery.id, (approval) => ({
             ...approval,
-            state: advanceLifecycle(approvalMachine, { state: approval.state, context: { approvalId: approval.id } }, event).state,
+            state: step(approvalMachine, { state: approval.state, context: { approvalId: approval.id } }).state,
           })),
         );
         break;
@@ -328,10 +338,10 @@ function applyContent(view: ThreadView, event: DomainEvent, at: number, seq: num
  * threads do not copy every turn for every event. Throws `InvariantViolation`
  * before changing anything when the event would break the log's structure.
  */
-export function projectInto(view: ThreadView, { threadSeq, at, event }: ProjectedEvent): ThreadView {
+export function projectInto(view: ThreadView, { threadSeq, at, event }: ProjectedEvent, given?: SteppedSnapshot): ThreadView {
   const cursor = advanceCursor(view.cursor, threadSeq, event);
   const content = applyContent(view, event, at, threadSeq);
-  const states = advanceStates(content, routeEvent(event));
+  const states = advanceStates(content, routeEvent(event), given);
   return { ...states, seq: threadSeq, updatedAt: at, cursor };
 }
 

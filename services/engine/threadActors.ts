@@ -1,15 +1,16 @@
-import { type Actor, type AnyMachineSnapshot, type AnyStateMachine, type Snapshot, createActor } from 'xstate';
+import type { AnyMachineSnapshot, AnyStateMachine, Snapshot } from 'xstate';
 import type { PersistedActor, PersistedActorTree } from '../../domain/index.ts';
 import { lifecycleMachines, type LifecycleMachineName } from '../../machines/index.ts';
+import { restoreMachine, startMachine, stepMachine } from '../machineStep.ts';
+import { assertAccepts } from '../strictSend.ts';
 import { type Delivery, actorKey } from './routeEvent.ts';
-import { strictSend } from '../strictSend.ts';
 
-
-interface LiveActor {
+/** One lifecycle actor: which machine it runs, its input, and the snapshot it is in. */
+export interface ActorState {
   machine: LifecycleMachineName;
   id: string;
   input: Record<string, unknown>;
-  actor: Actor<AnyStateMachine>;
+  snapshot: AnyMachineSnapshot;
 }
 
 const machineOf = (name: LifecycleMachineName): AnyStateMachine => lifecycleMachines[name].machine;
@@ -18,10 +19,15 @@ const machineOf = (name: LifecycleMachineName): AnyStateMachine => lifecycleMach
  * The lifecycle actors of one thread: its session, its open turn, the open
  * parts and the approvals still waiting for a confirmation. Finished actors
  * leave the tree; their final state lives on in the read model.
+ *
+ * Each actor is its machine's snapshot, moved only by the machine's own
+ * transition function after the strict `can()` check. A command's draft
+ * steps copies of them once per event; once the command is durable the tree
+ * adopts those very snapshots, so no event is computed twice.
  */
 export class ThreadActors {
   readonly threadId: string;
-  private readonly live = new Map<string, LiveActor>();
+  private readonly live = new Map<string, ActorState>();
 
   private constructor(threadId: string) {
     this.threadId = threadId;
@@ -30,62 +36,63 @@ export class ThreadActors {
   /** A fresh tree: just the session, idle. */
   static create(threadId: string): ThreadActors {
     const tree = new ThreadActors(threadId);
-    tree.spawn('session', 'session', { threadId }, undefined);
+    tree.add('session', 'session', { threadId }, undefined);
     return tree;
   }
 
   static restore(threadId: string, persisted: PersistedActorTree): ThreadActors {
     const tree = new ThreadActors(threadId);
-    for (const entry of persisted) tree.spawn(entry.machine, entry.id, entry.input, entry.snapshot);
+    for (const entry of persisted) tree.add(entry.machine, entry.id, entry.input, entry.snapshot);
     if (!tree.live.has(actorKey({ machine: 'session', id: 'session' }))) throw new Error(`thread ${threadId}: persisted tree has no session`);
     return tree;
   }
 
-  private spawn(machine: LifecycleMachineName, id: string, input: Record<string, unknown>, snapshot: Snapshot<unknown> | undefined): Actor<AnyStateMachine> {
-    const key = actorKey({ machine, id });
-    const actor = createActor(machineOf(machine), { input, ...(snapshot ? { snapshot } : {}) });
-    actor.start();
-    this.live.set(key, { machine, id, input, actor });
+  private add(machine: LifecycleMachineName, id: string, input: Record<string, unknown>, persisted: Snapshot<unknown> | undefined): ActorState {
+    const logic = machineOf(machine);
+    const actor = { machine, id, input, snapshot: persisted ? restoreMachine(logic, persisted) : startMachine(logic, input) };
+    this.live.set(actorKey({ machine, id }), actor);
     return actor;
   }
 
-  snapshotOf(key: string): AnyMachineSnapshot | undefined {
-    return this.live.get(key)?.actor.getSnapshot() as AnyMachineSnapshot | undefined;
-  }
-
-  inputOf(key: string): Record<string, unknown> | undefined {
-    return this.live.get(key)?.input;
+  get(key: string): ActorState | undefined {
+    return this.live.get(key);
   }
 
   /**
-   * Delivers committed lifecycle events. They were already accepted on a
-   * staged copy, so a refusal here means the tree and the log disagree: the
-   * strict send throws and the caller must discard this tree.
+   * Replays logged lifecycle events onto the tree (a thread loaded from an
+   * older snapshot). They were accepted when they were written, so a refusal
+   * here means the tree and the log disagree: it throws `IllegalTransition`.
    */
-  apply(deliveries: readonly Delivery[]): void {
+  replay(deliveries: readonly Delivery[]): void {
     for (const delivery of deliveries) {
       const key = actorKey(delivery);
-      let actor = this.live.get(key)?.actor;
+      let actor = this.live.get(key);
       if (delivery.create) {
         if (actor) throw new Error(`thread ${this.threadId}: ${key} already exists`);
-        actor = this.spawn(delivery.machine, delivery.id, delivery.create, undefined);
+        actor = this.add(delivery.machine, delivery.id, delivery.create, undefined);
       }
       if (!actor) throw new Error(`thread ${this.threadId}: no live actor ${key}`);
-      if (delivery.event) strictSend(actor, delivery.event);
-      if (actor.getSnapshot().status === 'done') {
-        actor.stop();
-        this.live.delete(key);
+      if (delivery.event) {
+        const logic = machineOf(delivery.machine);
+        assertAccepts(logic, actor.snapshot, delivery.event, delivery.id);
+        actor.snapshot = stepMachine(logic, actor.snapshot, delivery.event);
       }
+      if (actor.snapshot.status === 'done') this.live.delete(key);
+    }
+  }
+
+  /** A committed draft's snapshots become the live ones; actors that reached a final state leave. */
+  adopt(staged: ReadonlyMap<string, ActorState>): void {
+    for (const [key, actor] of staged) {
+      if (actor.snapshot.status === 'done') this.live.delete(key);
+      else this.live.set(key, actor);
     }
   }
 
   /** The tree as it will be stored, with staged snapshots taking the place of live ones. */
-  persist(staged: ReadonlyMap<string, { machine: LifecycleMachineName; id: string; input: Record<string, unknown>; snapshot: AnyMachineSnapshot }>): PersistedActorTree {
+  persist(staged: ReadonlyMap<string, ActorState>): PersistedActorTree {
     const entries = new Map<string, PersistedActor>();
-    for (const [key, { machine, id, input, actor }] of this.live) {
-      entries.set(key, { machine, id, input, snapshot: actor.getPersistedSnapshot() });
-    }
-    for (const [key, { machine, id, input, snapshot }] of staged) {
+    for (const [key, { machine, id, input, snapshot }] of [...this.live, ...staged]) {
       if (snapshot.status === 'done') entries.delete(key);
       else entries.set(key, { machine, id, input, snapshot: machineOf(machine).getPersistedSnapshot(snapshot) });
     }
@@ -94,11 +101,10 @@ export class ThreadActors {
 
   /** State names of all live actors, keyed like deliveries: for comparisons and inspection. */
   states(): Record<string, AnyMachineSnapshot['value']> {
-    return Object.fromEntries([...this.live].map(([key, { actor }]) => [key, (actor.getSnapshot() as AnyMachineSnapshot).value]));
+    return Object.fromEntries([...this.live].map(([key, { snapshot }]) => [key, snapshot.value]));
   }
 
   stop(): void {
-    for (const { actor } of this.live.values()) actor.stop();
     this.live.clear();
   }
 }

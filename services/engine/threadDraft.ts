@@ -1,10 +1,10 @@
-import { type AnyMachineSnapshot, initialTransition, transition } from 'xstate';
+import { startMachine, stepMachine } from '../machineStep.ts';
 import { explainRefusal, lifecycleMachines, type LifecycleMachineName } from '../../machines/index.ts';
 import { type ActorTransition, type DomainEvent, IllegalTransition, type RefusedEvent, type ThreadView, TurnloomError, cutToFit, jsonBytes } from '../../domain/index.ts';
 import { projectInto } from './projector.ts';
 import { type Delivery, actorKey, routeEvent } from './routeEvent.ts';
 import { assertAccepts, stateName } from '../strictSend.ts';
-import type { ThreadActors } from './threadActors.ts';
+import type { ActorState, ThreadActors } from './threadActors.ts';
 
 /**
  * Every stored event must travel in one answer, in either encoding. What a
@@ -14,13 +14,6 @@ import type { ThreadActors } from './threadActors.ts';
 export interface EventLimits {
   maxEventBytes: number;
   oversize: 'refuse' | 'cut';
-}
-
-export interface StagedActor {
-  machine: LifecycleMachineName;
-  id: string;
-  input: Record<string, unknown>;
-  snapshot: AnyMachineSnapshot;
 }
 
 /** The state name the read model shows for an entity that has no live actor (finished, or never existed). */
@@ -58,12 +51,11 @@ export class ThreadDraft {
   readonly base: ThreadView;
   view: ThreadView;
   readonly events: Array<{ threadSeq: number; event: DomainEvent }> = [];
-  readonly deliveries: Delivery[] = [];
   /** What the machines did with the emitted events, for the live chart view. */
   readonly transitions: ActorTransition[] = [];
   /** Events the machines refused and the command recorded as diagnostics instead. */
   readonly refusals: RefusedEvent[] = [];
-  private staged = new Map<string, StagedActor>();
+  private staged = new Map<string, ActorState>();
   private readonly actors: ThreadActors;
   private readonly limits: EventLimits;
 
@@ -75,16 +67,6 @@ export class ThreadDraft {
     // The draft owns its own turns record; the base view stays untouched.
     this.view = { ...view, turns: { ...view.turns } };
     this.at = at;
-  }
-
-  private current(key: string): StagedActor | undefined {
-    const staged = this.staged.get(key);
-    if (staged) return staged;
-    const snapshot = this.actors.snapshotOf(key);
-    const input = this.actors.inputOf(key);
-    if (!snapshot || !input) return undefined;
-    const [machine, ...id] = key.split(':');
-    return { machine: machine as LifecycleMachineName, id: id.join(':'), input, snapshot };
   }
 
   /** An event over the size limit: a client's is refused, the system's (a provider's output) is cut with a note. */
@@ -109,29 +91,29 @@ export class ThreadDraft {
     for (const delivery of deliveries) {
       const key = actorKey(delivery);
       const machine = lifecycleMachines[delivery.machine].machine;
-      let actor = staged.get(key) ?? this.current(key);
+      let actor = staged.get(key) ?? this.actors.get(key);
       let from = actor ? stateName(actor.snapshot.value) : null;
       if (delivery.create) {
         if (actor || viewStateOf(this.view, delivery) !== 'absent') {
           // An id used twice: the live actor (or its final state) refuses to start over.
           throw new IllegalTransition(delivery.machine, from ?? viewStateOf(this.view, delivery), delivery.event?.type ?? event.type, delivery.id);
         }
-        actor = { machine: delivery.machine, id: delivery.id, input: delivery.create, snapshot: initialTransition(machine, delivery.create)[0] };
+        actor = { machine: delivery.machine, id: delivery.id, input: delivery.create, snapshot: startMachine(machine, delivery.create) };
         from = null;
       }
       if (!actor) throw new IllegalTransition(delivery.machine, viewStateOf(this.view, delivery), delivery.event?.type ?? event.type, delivery.id);
       if (delivery.event) {
         assertAccepts(machine, actor.snapshot, delivery.event, delivery.id);
-        actor = { ...actor, snapshot: transition(machine, actor.snapshot, delivery.event)[0] };
+        actor = { ...actor, snapshot: stepMachine(machine, actor.snapshot, delivery.event) };
       }
       staged.set(key, actor);
       const to = stateName(actor.snapshot.value);
       transitions.push({ machine: delivery.machine, actorId: delivery.id, from, event: delivery.event?.type ?? '(created)', to, threadSeq, domainEvent: event.type });
     }
-    this.view = projectInto(this.view, { threadSeq, at: this.at, event });
+    // The read model takes its states from the snapshots just stepped: each event goes through a machine once.
+    this.view = projectInto(this.view, { threadSeq, at: this.at, event }, (delivery) => staged.get(actorKey(delivery))?.snapshot);
     this.staged = staged;
     this.events.push({ threadSeq, event });
-    this.deliveries.push(...deliveries);
     this.transitions.push(...transitions);
   }
 
@@ -141,7 +123,7 @@ export class ThreadDraft {
   }
 
   /** Snapshots of the actors this draft moved, for the persisted tree. */
-  stagedActors(): ReadonlyMap<string, StagedActor> {
+  stagedActors(): ReadonlyMap<string, ActorState> {
     return this.staged;
   }
 
