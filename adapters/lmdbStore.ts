@@ -130,6 +130,10 @@ export class LmdbStore implements ThreadStore {
     return { ...head, turns };
   }
 
+  readTurn(threadId: string, turnId: string): TurnView | undefined {
+    return this.turns.get([threadId, turnId]);
+  }
+
   readSnapshot(threadId: string): ActorSnapshotRecord | undefined {
     return this.snapshots.get(threadId);
   }

@@ -69,6 +69,10 @@ export class SqliteStore implements ThreadStore {
     return decode(this.db.prepare('select data from receipts where command_id = ?').get(commandId));
   }
 
+  readTurn(threadId: string, turnId: string): TurnView | undefined {
+    return decode<TurnView>(this.db.prepare('select data from turns where thread_id = ? and turn_id = ?').get(threadId, turnId));
+  }
+
   readView(threadId: string): ThreadView | undefined {
     const head = decode<ThreadHead>(this.db.prepare('select data from threads where thread_id = ?').get(threadId));
     if (!head) return undefined;

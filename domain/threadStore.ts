@@ -77,6 +77,8 @@ export interface ThreadStore {
   lastSeq(): number;
   readReceipt(commandId: string): Receipt | undefined;
   readView(threadId: string): ThreadView | undefined;
+  /** One turn row, without reading the rest of the thread. */
+  readTurn(threadId: string, turnId: string): TurnView | undefined;
   readSnapshot(threadId: string): ActorSnapshotRecord | undefined;
   /** Events of a thread with `threadSeq > after`, oldest first, at most `limit`. */
   readThreadEvents(threadId: string, after: number, limit: number): StoredEvent[];

@@ -82,7 +82,7 @@ export class WorkerGateway {
   async start(): Promise<this> {
     const now = this.options.now();
     for (const { threadId, turnId } of this.engine.listOpenTurns()) {
-      const lease = (await this.engine.getThread(threadId)).turns[turnId]?.lease;
+      const lease = this.engine.readTurn(threadId, turnId)?.lease;
       if (lease) this.leases.set(leaseKey(threadId, turnId), { threadId, turnId, workerId: lease.workerId, token: lease.token, expiresAt: now + this.options.leaseTimeoutMs });
     }
     this.unsubscribe = this.engine.onCommitted((events) => this.react(events));

@@ -1,3 +1,4 @@
+import { setImmediate as yieldToOthers } from 'node:timers/promises';
 import { systemCommandId } from '../engine/commands.ts';
 import type { Engine } from '../engine/engine.ts';
 import { machinesVersion } from '../engine/machinesVersion.ts';
@@ -33,6 +34,8 @@ export class CrashRepair {
     let repaired = 0;
     const lane = async () => {
       for (let next = queue.shift(); next && !this.stopped; next = queue.shift()) {
+        // Each repair is a burst of work on the main thread: let what waits (API requests first) go in between.
+        await yieldToOthers();
         if (await this.repair(next.threadId, next.turnId)) repaired += 1;
       }
     };
@@ -42,7 +45,7 @@ export class CrashRepair {
 
   private async repair(threadId: string, turnId: string): Promise<boolean> {
     try {
-      const turn = (await this.engine.getThread(threadId)).turns[turnId];
+      const turn = this.engine.readTurn(threadId, turnId);
       // Waiting for a worker (not started, or between steps after losing one) is not broken; a lease has its own clock.
       if (!turn || turn.state === 'requested' || turn.state === 'running.betweenSteps' || turn.lease) return false;
       if (await this.options.hasLiveWorker?.(threadId, turnId)) return false;

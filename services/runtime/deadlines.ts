@@ -37,7 +37,7 @@ export class Deadlines {
       }
     });
     for (const { threadId, turnId } of this.engine.listOpenTurns()) {
-      const turn = (await this.engine.getThread(threadId)).turns[turnId];
+      const turn = this.engine.readTurn(threadId, turnId);
       if (turn?.state.startsWith('interrupting')) this.armInterrupt(threadId, turnId, this.options.interruptMs);
       for (const approval of turn?.approvals ?? []) if (approval.state === 'pending') this.armApproval(threadId, approval.id, approval.requestedAt);
     }
