@@ -1,3 +1,4 @@
+import { LazyProvider } from '../adapters/providers/lazyProvider.ts';
 import { type Script, ScriptedProvider, scriptSchema } from '../adapters/providers/scriptedProvider.ts';
 import type { ProviderAdapter, ProviderChoice } from '../domain/index.ts';
 import { UsageError, readJsonFile } from './cliErrors.ts';
@@ -20,7 +21,7 @@ export const readScriptFile = (path: string): Script => readJsonFile('--script',
  * `openai-responses` (`OPENAI_BASE_URL` points them at any compatible
  * server). The default is `TURNLOOM_PROVIDER`, else the first real provider,
  * else scripted; `TURNLOOM_MODEL` picks its model. A provider's SDK is
- * loaded only when its key is set (together they take a second to import).
+ * loaded on its first call (together they take a second to import).
  */
 export async function providersFromEnvironment(env: NodeJS.ProcessEnv, scriptPath?: string): Promise<ProviderSetup> {
   const script = scriptPath ? readScriptFile(scriptPath) : undefined;
@@ -34,24 +35,20 @@ export async function providersFromEnvironment(env: NodeJS.ProcessEnv, scriptPat
   const models: Record<string, string> = {};
   if (env.ANTHROPIC_API_KEY) {
     models.anthropic = env.TURNLOOM_ANTHROPIC_MODEL ?? 'claude-sonnet-4-5';
-    const { AnthropicProvider } = await import('../adapters/providers/anthropicProvider.ts');
-    providers.anthropic = new AnthropicProvider({
+    const options = {
       apiKey: env.ANTHROPIC_API_KEY,
       ...(env.ANTHROPIC_BASE_URL ? { baseURL: env.ANTHROPIC_BASE_URL } : {}),
       ...(env.TURNLOOM_ANTHROPIC_THINKING ? { thinkingBudgetTokens: Number(env.TURNLOOM_ANTHROPIC_THINKING), maxTokens: Number(env.TURNLOOM_ANTHROPIC_THINKING) + 8_192 } : {}),
       defaultModel: models.anthropic,
-    });
+    };
+    providers.anthropic = new LazyProvider('anthropic', async () => new (await import('../adapters/providers/anthropicProvider.ts')).AnthropicProvider(options));
   }
   if (env.OPENAI_API_KEY) {
     const options = { apiKey: env.OPENAI_API_KEY, ...(env.OPENAI_BASE_URL ? { baseURL: env.OPENAI_BASE_URL } : {}), defaultModel: env.TURNLOOM_OPENAI_MODEL ?? 'gpt-4.1-mini' };
     models['openai-chat'] = options.defaultModel;
     models['openai-responses'] = options.defaultModel;
-    const [{ OpenAiChatProvider }, { OpenAiResponsesProvider }] = await Promise.all([
-      import('../adapters/providers/openaiChatProvider.ts'),
-      import('../adapters/providers/openaiResponsesProvider.ts'),
-    ]);
-    providers['openai-chat'] = new OpenAiChatProvider(options);
-    providers['openai-responses'] = new OpenAiResponsesProvider(options);
+    providers['openai-chat'] = new LazyProvider('openai-chat', async () => new (await import('../adapters/providers/openaiChatProvider.ts')).OpenAiChatProvider(options));
+    providers['openai-responses'] = new LazyProvider('openai-responses', async () => new (await import('../adapters/providers/openaiResponsesProvider.ts')).OpenAiResponsesProvider(options));
   }
   const name = env.TURNLOOM_PROVIDER ?? Object.keys(providers).find((candidate) => candidate !== 'scripted') ?? 'scripted';
   if (!providers[name]) throw new UsageError(`TURNLOOM_PROVIDER=${name}, but that provider is not configured (set its API key; configured: ${Object.keys(providers).join(', ')})`);

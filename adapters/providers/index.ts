@@ -4,6 +4,7 @@ export { OpenAiChatProvider, toChatParams } from './openaiChatProvider.ts';
 export { OpenAiResponsesProvider, toResponsesParams } from './openaiResponsesProvider.ts';
 export type { OpenAiProviderOptions } from './openaiClient.ts';
 export { ScriptedProvider, scriptSchema, defaultScript } from './scriptedProvider.ts';
+export { LazyProvider } from './lazyProvider.ts';
 export type { Script, ScriptInput } from './scriptedProvider.ts';
 export { classifyProviderError } from './classifyProviderError.ts';
 export { serveRecordedStream, parseChunks, splitResponses } from './recordedStreamServer.ts';

@@ -1,0 +1,35 @@
+import type { ProviderAdapter, ProviderEvent, ProviderRequest } from '../../domain/index.ts';
+
+/**
+ * A provider whose SDK is imported on its first call rather than at start:
+ * the official SDKs take a good part of a second to load, and most processes
+ * that have a key set start long before (or without ever) calling the model.
+ * A failed import is tried again on the next call.
+ */
+export class LazyProvider implements ProviderAdapter {
+  readonly name: string;
+  private readonly load: () => Promise<ProviderAdapter>;
+  private loading: Promise<ProviderAdapter> | undefined;
+
+  constructor(name: string, load: () => Promise<ProviderAdapter>) {
+    this.name = name;
+    this.load = load;
+  }
+
+  private adapter(): Promise<ProviderAdapter> {
+    this.loading ??= this.load().catch((error: unknown) => {
+      this.loading = undefined;
+      throw error;
+    });
+    return this.loading;
+  }
+
+  async startSession(): Promise<{ providerSessionId: string | null }> {
+    const adapter = await this.adapter();
+    return (await adapter.startSession?.()) ?? { providerSessionId: null };
+  }
+
+  async *stream(request: ProviderRequest, signal: AbortSignal): AsyncIterable<ProviderEvent> {
+    yield* (await this.adapter()).stream(request, signal);
+  }
+}
