@@ -1,10 +1,12 @@
+import { basename, dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { inspect } from 'node:util';
 import { UsageError, oneLine, parseOptions, userFacingMessage } from './cliErrors.ts';
 import { installRedactingConsole, redact } from './redact.ts';
 
-/** The package root: charts belong to the package, wherever the command runs from. */
-const packageRoot = fileURLToPath(new URL('..', import.meta.url));
+/** The package root (the compiled command runs from dist/): charts belong to the package, wherever the command runs from. */
+const above = resolve(fileURLToPath(new URL('..', import.meta.url)));
+const packageRoot = basename(above) === 'dist' ? dirname(above) : above;
 
 // Each command is loaded only when it runs: replay brings both provider SDKs, which take a second to import.
 const commands = {
