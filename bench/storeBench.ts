@@ -1,13 +1,35 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { LmdbStore } from '../adapters/lmdbStore.ts';
 import type { DomainEvent, ThreadStore } from '../domain/index.ts';
 import type { Command } from '../services/engine/commands.ts';
 import { Engine } from '../services/engine/engine.ts';
+import { type Figure, type Suite, compared, interleaved } from './figure.ts';
 
-/** The commands of one small agent turn on a fresh thread, as a client and a worker would send them. */
-function turnCommands(threadId: string): Command[] {
+const benchDir = fileURLToPath(new URL('.', import.meta.url));
+
+/**
+ * better-sqlite3 compiles from source, so it lives in bench/ (out of the main
+ * install) and is installed on first use only. npm's output goes to stderr:
+ * stdout is reserved for `--json`.
+ */
+export async function ensureBenchDependencies(): Promise<void> {
+  if (existsSync(join(benchDir, 'node_modules/better-sqlite3/build/Release/better_sqlite3.node'))) return;
+  process.stderr.write('installing the benchmark-only dependencies in bench/ (better-sqlite3 builds from source: a minute or two)…\n');
+  await new Promise<void>((resolve, reject) => {
+    const npm = spawn('npm', ['install', '--no-audit', '--no-fund'], { cwd: benchDir, stdio: ['ignore', 'pipe', 'pipe'] });
+    npm.stdout.on('data', (chunk: Buffer) => process.stderr.write(chunk));
+    npm.stderr.on('data', (chunk: Buffer) => process.stderr.write(chunk));
+    npm.on('error', reject);
+    npm.on('exit', (code) => (code === 0 ? resolve() : reject(new Error(`npm install in ${benchDir} exited with ${code}`))));
+  });
+}
+
+/** The commands of one small agent turn on a fresh thread, as a client and a worker would send them (7 commands). */
+export function turnCommands(threadId: string): Command[] {
   const turnId = `${threadId}-t`;
   const id = (n: number) => `${threadId}-c${n}`;
   const rec = (n: number, events: DomainEvent[]): Command => ({ type: 'turn.record', commandId: id(n), threadId, turnId, events });
@@ -41,46 +63,77 @@ function turnCommands(threadId: string): Command[] {
   ];
 }
 
-/** Durable commands per second: `clients` concurrent clients, each driving `threadsPerClient` turns one after another. */
-async function measure(open: (dir: string) => ThreadStore, clients: number, threadsPerClient: number): Promise<number> {
-  const dir = mkdtempSync(join(tmpdir(), 'turnloom-bench-'));
-  const engine = await Engine.open({ store: open(dir) });
+/** Runs `clients` concurrent clients on `engine`, each driving `threadsPerClient` turns one after another; resolves with the commands sent. */
+export async function driveTurns(engine: Engine, clients: number, threadsPerClient: number, prefix = 'c'): Promise<number> {
   let commands = 0;
-  const started = performance.now();
   await Promise.all(
     Array.from({ length: clients }, async (_, client) => {
       for (let n = 0; n < threadsPerClient; n++) {
-        for (const command of turnCommands(`c${client}-th${n}`)) {
+        for (const command of turnCommands(`${prefix}${client}-th${n}`)) {
           await engine.submit(command);
           commands += 1;
         }
       }
     }),
   );
-  const seconds = (performance.now() - started) / 1_000;
-  await engine.close();
-  rmSync(dir, { recursive: true, force: true });
-  return commands / seconds;
+  return commands;
 }
 
-const median = (values: number[]) => values.slice().sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
-
-export async function storeBench(): Promise<void> {
-  const { SqliteStore } = await import('./sqliteStore.ts');
-  const backends: Array<[string, (dir: string) => ThreadStore]> = [
-    ['LMDB', (dir) => LmdbStore.open(dir)],
-    ['SQLite WAL synchronous=FULL', (dir) => new SqliteStore(join(dir, 'turnloom.sqlite'))],
-  ];
-  console.log('store: durable commands per second through the engine, same workload, same run (median of 3, runs interleaved)');
-  console.log('workload: one agent turn per thread = 7 commands (create, start, 5 worker records), every command one transaction\n');
-  console.log(['clients', ...backends.map(([name]) => `${name} cmd/s`), 'LMDB / SQLite'].join(' | '));
-  for (const clients of [1, 8, 32]) {
-    const threadsPerClient = Math.max(4, Math.round(160 / clients));
-    const samples = new Map<string, number[]>(backends.map(([name]) => [name, []]));
-    for (let round = 0; round < 3; round++) {
-      for (const [name, open] of backends) samples.get(name)!.push(await measure(open, clients, threadsPerClient));
+/** Durable commands per second on a fresh folder: every command is its own transaction, acknowledged once durable. */
+async function commandsPerSecond(open: (dir: string) => ThreadStore, clients: number, threadsPerClient: number): Promise<number> {
+  const dir = mkdtempSync(join(tmpdir(), 'turnloom-bench-store-'));
+  try {
+    const engine = await Engine.open({ store: open(dir) });
+    try {
+      const started = performance.now();
+      const commands = await driveTurns(engine, clients, threadsPerClient);
+      return commands / ((performance.now() - started) / 1_000);
+    } finally {
+      await engine.close();
     }
-    const [lmdb, sqlite] = backends.map(([name]) => median(samples.get(name)!));
-    console.log([String(clients), lmdb!.toFixed(0), sqlite!.toFixed(0), `${(lmdb! / sqlite!).toFixed(2)}x`].join(' | '));
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
   }
 }
+
+async function durableFigure(clients: number, target: number, smoke: boolean): Promise<Figure> {
+  const { SqliteStore } = await import('./sqliteStore.ts');
+  // Enough threads that one run takes seconds, not milliseconds; one each when smoking.
+  const threadsPerClient = smoke ? 1 : Math.max(4, Math.round(160 / clients));
+  const rounds = smoke ? 1 : 3;
+  const { baseline, subject } = await interleaved(
+    rounds,
+    () => commandsPerSecond((dir) => new SqliteStore(join(dir, 'turnloom.sqlite')), clients, threadsPerClient),
+    () => commandsPerSecond((dir) => LmdbStore.open(dir), clients, threadsPerClient),
+  );
+  return compared(
+    {
+      key: `durable${clients}`,
+      title: `durable commands/s, ${clients} client${clients === 1 ? '' : 's'}, LMDB`,
+      unit: 'cmd/s',
+      value: subject,
+      comparison: { label: 'SQLite WAL, sync FULL', value: baseline },
+      target: { on: 'ratio', op: '>=', bound: target },
+      note: `the same engine on SQLite (WAL, synchronous=FULL) as comparison; ${clients}×${threadsPerClient} threads of one 7-command agent turn, one transaction per command; median of ${rounds} interleaved rounds`,
+    },
+    smoke,
+  );
+}
+
+/** `npm run bench -- store`: the engine's durable throughput on LMDB beside the same engine on SQLite. */
+export const storeSuite: Suite = {
+  name: 'store',
+  async run({ smoke, onFigure }: { smoke: boolean; onFigure?: (figure: Figure) => void }) {
+    await ensureBenchDependencies();
+    const figures: Figure[] = [];
+    for (const [clients, target] of [
+      [1, 1],
+      [32, 3],
+    ] as const) {
+      const figure = await durableFigure(clients, target, smoke);
+      onFigure?.(figure);
+      figures.push(figure);
+    }
+    return figures;
+  },
+};
