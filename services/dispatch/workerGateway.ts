@@ -273,17 +273,21 @@ export class WorkerGateway {
   }
 
   private async offerIfWaiting(threadId: string, turnId: string): Promise<boolean> {
-    const view = await this.engine.getThread(threadId);
-    const turn = view.turns[turnId];
-    if (view.openTurnId !== turnId || !turn || turn.lease || (turn.state !== 'requested' && turn.state !== 'running.betweenSteps')) return false;
+    // The thread's summary and the one turn's row: a waiting thread with a long history is not read whole.
+    const summary = this.engine.summary(threadId);
+    const turn = this.engine.readTurn(threadId, turnId);
+    if (!summary || summary.openTurnId !== turnId || !turn || turn.lease || (turn.state !== 'requested' && turn.state !== 'running.betweenSteps')) return false;
     const offer: Offer = { threadId, turnId };
-    this.bus.publish(this.subjects.offers(view.environment), encode(offer, JSON_TYPE), { headers: { 'content-type': JSON_TYPE } });
+    this.bus.publish(this.subjects.offers(summary.environment), encode(offer, JSON_TYPE), { headers: { 'content-type': JSON_TYPE } });
     return true;
   }
 
+  /** Offers again what waits, where a worker is alive to take it (of one environment, or of all). */
   private async offerWaiting(environment: string | null): Promise<void> {
+    const now = this.options.now();
     for (const { threadId, turnId } of this.engine.listOpenTurns()) {
-      if (environment !== null && this.engine.summary(threadId)?.environment !== environment) continue;
+      const waitsIn = this.engine.summary(threadId)?.environment;
+      if (waitsIn === undefined || (environment !== null && waitsIn !== environment) || this.registry.liveIn(waitsIn, now) === 0) continue;
       await this.offerIfWaiting(threadId, turnId).catch((error: unknown) => console.error(`turnloom workers: could not offer ${threadId}/${turnId}`, error));
     }
   }
