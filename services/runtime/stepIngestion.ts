@@ -181,6 +181,13 @@ export class StepIngestion {
     }
   }
 
+  /** How long until the oldest buffered delta is due to be written; `null` when nothing is buffered. */
+  nextDueInMs(): number | null {
+    let oldest: number | null = null;
+    for (const buffer of this.buffers.values()) oldest = oldest === null ? buffer.since : Math.min(oldest, buffer.since);
+    return oldest === null ? null : Math.max(0, oldest + this.options.flushMs - this.options.now());
+  }
+
   /** Domain events ready to be recorded; buffered deltas older than the window are included. */
   take(): DomainEvent[] {
     const now = this.options.now();

@@ -213,15 +213,26 @@ async function streamStep(work: TurnWork, adapter: ProviderAdapter, request: Pro
   signal.addEventListener('abort', onAbort, { once: true });
   let idle = false;
   let timer = setTimeout(() => ((idle = true), call.abort()), options.idleTimeoutMs);
-  // Deltas still buffered when the stream goes quiet are written by the clock.
-  const ticker = setInterval(() => outbox.push(ingestion.take()), options.flushMs);
+  // Deltas still buffered when the stream goes quiet are written by the clock, when the oldest of them is due
+  // (a fixed tick would let one wait almost two windows).
+  let due: NodeJS.Timeout | undefined;
+  const write = () => {
+    outbox.push(ingestion.take());
+    if (due !== undefined) return;
+    const wait = ingestion.nextDueInMs();
+    if (wait !== null)
+      due = setTimeout(() => {
+        due = undefined;
+        write();
+      }, wait);
+  };
   try {
     for await (const event of abortable(adapter.stream(request, call.signal), call.signal)) {
       clearTimeout(timer);
       timer = setTimeout(() => ((idle = true), call.abort()), options.idleTimeoutMs);
       if (event.type === 'turn.failed') throw new StepFailed(event.error);
       ingestion.accept(event);
-      outbox.push(ingestion.take());
+      write();
       if (outbox.failure) throw outbox.failure;
     }
     if (ingestion.stopReason === null) throw new StepFailed({ kind: 'connection', message: 'the stream ended before the answer completed', status: null, retryAfterMs: null });
@@ -234,7 +245,7 @@ async function streamStep(work: TurnWork, adapter: ProviderAdapter, request: Pro
     throw error;
   } finally {
     clearTimeout(timer);
-    clearInterval(ticker);
+    clearTimeout(due);
     signal.removeEventListener('abort', onAbort);
     // On a failure or an interrupt, whatever arrived is still kept, as far as it can be.
     outbox.push(ingestion.drain());

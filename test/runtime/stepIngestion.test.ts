@@ -24,6 +24,25 @@ describe('step ingestion', () => {
     expect(step.take()).toEqual([{ type: 'part.delta', turnId: 't', partId: 't-s1-1', text: 'Hello' }]);
   });
 
+  it('says when the oldest buffered delta falls due, so one timer can write it right then', () => {
+    const { step, advance } = ingestion();
+    step.accept({ type: 'segment.started', segmentId: 'a', kind: 'text' });
+    step.accept({ type: 'segment.started', segmentId: 'b', kind: 'reasoning' });
+    step.take();
+    expect(step.nextDueInMs()).toBeNull();
+    step.accept({ type: 'text.delta', segmentId: 'a', text: 'first' });
+    advance(20);
+    step.accept({ type: 'text.delta', segmentId: 'b', text: 'second' });
+    expect(step.nextDueInMs()).toBe(30);
+    advance(30);
+    expect(step.nextDueInMs()).toBe(0);
+    expect(step.take().map((event) => (event as { text?: string }).text)).toEqual(['first']);
+    expect(step.nextDueInMs()).toBe(20);
+    advance(25);
+    expect(step.take().map((event) => (event as { text?: string }).text)).toEqual(['second']);
+    expect(step.nextDueInMs()).toBeNull();
+  });
+
   it('writes a buffer as soon as it reaches the size cap', () => {
     const { step } = ingestion({ maxBufferChars: 10 });
     step.accept({ type: 'segment.started', segmentId: 'a', kind: 'reasoning' });
