@@ -145,6 +145,11 @@ export class Engine {
     return () => this.inspectors.delete(listener);
   }
 
+  private inspected(command: Command, at: number, what: Pick<Inspection, 'outcome' | 'threadSeq' | 'transitions' | 'refused'>): void {
+    if (this.inspectors.size === 0) return;
+    this.notify(this.inspectors, { threadId: command.threadId, commandId: command.commandId, command: command.type, at, ...what }, 'inspection');
+  }
+
   private notify<T>(listeners: ReadonlySet<(value: T) => void>, value: T, what: string): void {
     for (const listener of listeners) {
       try {
@@ -213,9 +218,8 @@ export class Engine {
     if (receipt) return answer(receipt, fingerprint);
 
     const reject = async (error: TurnloomError): Promise<never> => {
-      if (error instanceof IllegalTransition && this.inspectors.size > 0) {
-        const threadSeq = this.loaded.get(command.threadId)?.view.seq ?? 0;
-        this.notify(this.inspectors, { threadId: command.threadId, commandId: command.commandId, command: command.type, at: this.now(), outcome: 'rejected', threadSeq, transitions: [], refused: [refusedEvent(error)] }, 'inspection');
+      if (error instanceof IllegalTransition) {
+        this.inspected(command, this.now(), { outcome: 'rejected', threadSeq: this.loaded.get(command.threadId)?.view.seq ?? 0, transitions: [], refused: [refusedEvent(error)] });
       }
       if (clientCommandId && storedRejections.has(error.code)) {
         await this.store.commitRejection({ commandId: command.commandId, fingerprint, threadId: command.threadId, at: this.now(), outcome: 'rejected', error: error.toJSON() });
@@ -271,23 +275,15 @@ export class Engine {
       },
     });
 
-    try {
-      thread.actors.adopt(draft.stagedActors());
-      thread.view = view;
-      if (snapshotDue) thread.snapshotSeq = view.seq;
-      thread.lastUsed = this.now();
-      this.loaded.set(command.threadId, thread);
-      this.evictOverflow();
-    } catch (error) {
-      // The log is the truth and it is committed; the live tree disagrees, so drop it and reload from disk.
-      console.error(`turnloom: live actors of thread ${command.threadId} diverged from the log; reloading`, error);
-      this.evict(command.threadId);
-    }
+    // The tree takes the very snapshots that were committed, so it cannot disagree with the log.
+    thread.actors.adopt(draft.stagedActors());
+    thread.view = view;
+    if (snapshotDue) thread.snapshotSeq = view.seq;
+    thread.lastUsed = this.now();
+    this.loaded.set(command.threadId, thread);
+    this.evictOverflow();
     this.notify(this.listeners, stored, 'commit');
-    if (this.inspectors.size > 0) {
-      const { commandId, type } = command;
-      this.notify(this.inspectors, { threadId: command.threadId, commandId, command: type, at, outcome: 'accepted', threadSeq: view.seq, transitions: draft.transitions, refused: draft.refusals }, 'inspection');
-    }
+    this.inspected(command, at, { outcome: 'accepted', threadSeq: view.seq, transitions: draft.transitions, refused: draft.refusals });
     return { commandId: command.commandId, threadId: command.threadId, fromThreadSeq: draft.base.seq + 1, toThreadSeq: view.seq, diagnostics: refused.length, refused };
   }
 
