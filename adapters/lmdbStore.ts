@@ -2,6 +2,7 @@ import { type Database, type RootDatabase, open } from 'lmdb';
 import { type ActorSnapshotRecord, type CommitBatch, type ListedThread, type Receipt, type StoredEvent, type ThreadHead, type ThreadStore, type ThreadSummary, type ThreadView, type TurnView, TurnloomError, summarize } from '../domain/index.ts';
 import { prepareDataFolder } from './dataFolder.ts';
 import { type ProcessIdentity, currentProcess, isAlive } from './processIdentity.ts';
+import { type GrownText, type PieceKey, type PieceWrite, grownText, joinTurn, splitTurn } from './turnRows.ts';
 
 /** The folder is held by another live process: two writers would corrupt each other's threads. */
 export class DataFolderLocked extends TurnloomError {
@@ -29,7 +30,8 @@ export class DataFolderLocked extends TurnloomError {
  * | `receipts`  | commandId               | Receipt                        |
  * | `snapshots` | threadId                | ActorSnapshotRecord            |
  * | `threads`   | threadId                | ThreadHead (read model row)    |
- * | `turns`     | [threadId, turnId]      | TurnView (read model row)      |
+ * | `turns`     | [threadId, turnId]      | TurnView without its large fields (read model row) |
+ * | `turnPieces` | [threadId, turnId, ownerId, field, offset] | a text piece or a tool input/output (see `turnRows.ts`) |
  * | `summaries` | threadId                | ThreadSummary (for listing)    |
  * | `openTurns` | threadId                | turnId (what repair looks at)  |
  * | `receiptAges` | [at, commandId]       | 1 (receipts oldest first, for expiry) |
@@ -45,6 +47,7 @@ export class LmdbStore implements ThreadStore {
   private readonly snapshots: Database<ActorSnapshotRecord, string>;
   private readonly threads: Database<ThreadHead, string>;
   private readonly turns: Database<TurnView, [string, string]>;
+  private readonly turnPieces: Database<unknown, [string, string, ...PieceKey]>;
   private readonly summaries: Database<ThreadSummary, string>;
   private readonly openTurnIndex: Database<string, string>;
   private readonly receiptAges: Database<1, [number, string]>;
@@ -62,6 +65,7 @@ export class LmdbStore implements ThreadStore {
     this.snapshots = this.env.openDB({ name: 'snapshots' });
     this.threads = this.env.openDB({ name: 'threads' });
     this.turns = this.env.openDB({ name: 'turns' });
+    this.turnPieces = this.env.openDB({ name: 'turnPieces' });
     this.summaries = this.env.openDB({ name: 'summaries' });
     this.openTurnIndex = this.env.openDB({ name: 'openTurns' });
     this.receiptAges = this.env.openDB({ name: 'receiptAges' });
@@ -76,6 +80,15 @@ export class LmdbStore implements ThreadStore {
       throw error;
     }
     this.indexThreadOrder();
+    this.splitLegacyTurns();
+  }
+
+  /** Folders written before turns had pieces keep their large fields in the row: they are split once, on open. */
+  private splitLegacyTurns(): void {
+    if ((this.turnPieces.getStats() as { entryCount: number }).entryCount > 0) return;
+    this.env.transactionSync(() => {
+      for (const { key, value } of this.turns.getRange({})) this.putTurn(key[0], undefined, value);
+    });
   }
 
   /** Folders written before the listing had its indexes get them: each thread's place is its first event's sequence. */
@@ -126,12 +139,39 @@ export class LmdbStore implements ThreadStore {
     const head = this.threads.get(threadId);
     if (!head) return undefined;
     const turns: Record<string, TurnView> = {};
-    for (const { key, value } of this.turns.getRange({ start: [threadId], end: [threadId, '\uffff'] })) turns[key[1]] = value;
+    for (const { key, value } of this.turns.getRange({ start: [threadId], end: [threadId, '\uffff'] })) turns[key[1]] = this.withPieces(threadId, value);
     return { ...head, turns };
   }
 
   readTurn(threadId: string, turnId: string): TurnView | undefined {
-    return this.turns.get([threadId, turnId]);
+    const row = this.turns.get([threadId, turnId]);
+    return row && this.withPieces(threadId, row);
+  }
+
+  private withPieces(threadId: string, row: TurnView): TurnView {
+    const pieces = this.turnPieces.getRange({ start: [threadId, row.id], end: [threadId, row.id, '\uffff'] });
+    return joinTurn(
+      row,
+      pieces.map(({ key, value }) => ({ key: key.slice(2) as PieceKey, value })),
+    );
+  }
+
+  /** Writes a turn's row and the pieces that changed since `previous` (what the store holds of it). */
+  private putTurn(threadId: string, previous: TurnView | undefined, turn: TurnView, grown?: GrownText): void {
+    const { row, writes } = splitTurn(previous, turn, grown);
+    this.turns.put([threadId, turn.id], row);
+    for (const write of writes) this.putPiece(threadId, turn.id, write);
+  }
+
+  private putPiece(threadId: string, turnId: string, write: PieceWrite): void {
+    if (write.op === 'append') {
+      this.turnPieces.put([threadId, turnId, write.ownerId, write.field, write.offset], write.text);
+      return;
+    }
+    for (const key of this.turnPieces.getKeys({ start: [threadId, turnId, write.ownerId, write.field], end: [threadId, turnId, write.ownerId, write.field, Number.MAX_SAFE_INTEGER] })) {
+      this.turnPieces.remove(key);
+    }
+    if (write.value !== null && write.value !== '') this.turnPieces.put([threadId, turnId, write.ownerId, write.field, 0], write.value);
   }
 
   readSnapshot(threadId: string): ActorSnapshotRecord | undefined {
@@ -186,7 +226,8 @@ export class LmdbStore implements ThreadStore {
       });
       if (batch.expectedThreadSeq === 0 && events[0]) this.indexThread(events[0].seq, batch.threadId, batch.head.owner);
       this.threads.put(batch.threadId, batch.head);
-      for (const turn of batch.turns) this.turns.put([batch.threadId, turn.id], turn);
+      const grown = grownText(batch.events);
+      for (const { previous, turn } of batch.turns) this.putTurn(batch.threadId, previous ?? undefined, turn, grown);
       this.summaries.put(batch.threadId, summarize({ ...batch.head, turns: {} }));
       if (batch.head.openTurnId) this.openTurnIndex.put(batch.threadId, batch.head.openTurnId);
       else this.openTurnIndex.remove(batch.threadId);

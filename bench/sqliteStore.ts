@@ -51,7 +51,7 @@ export class SqliteStore implements ThreadStore {
         return stored;
       });
       putThread.run(batch.threadId, pack(batch.head));
-      for (const turn of batch.turns) putTurn.run(batch.threadId, turn.id, pack(turn));
+      for (const { turn } of batch.turns) putTurn.run(batch.threadId, turn.id, pack(turn));
       putSummary.run(batch.threadId, pack(summarize({ ...batch.head, turns: {} })));
       if (batch.head.openTurnId) putOpenTurn.run(batch.threadId, batch.head.openTurnId);
       else dropOpenTurn.run(batch.threadId);

@@ -66,8 +66,12 @@ export interface CommitBatch {
   expectedThreadSeq: number;
   events: Array<{ threadSeq: number; event: DomainEvent }>;
   head: ThreadHead;
-  /** Turn rows the command changed. */
-  turns: TurnView[];
+  /**
+   * Turns the command changed, each with what the store holds of it (`null`
+   * for a new turn), so the store can write only what changed. A turn's
+   * texts only grow at their end between the two.
+   */
+  turns: Array<{ previous: TurnView | null; turn: TurnView }>;
   snapshot: ActorSnapshotRecord | null;
   receipt: Receipt;
 }

@@ -261,7 +261,9 @@ export class Engine {
       expectedThreadSeq: draft.base.seq,
       events: draft.events,
       head: head satisfies ThreadHead,
-      turns: Object.values(turns).filter((turn) => draft.base.turns[turn.id] !== turn),
+      turns: Object.values(turns)
+        .filter((turn) => draft.base.turns[turn.id] !== turn)
+        .map((turn) => ({ previous: draft.base.turns[turn.id] ?? null, turn })),
       snapshot: snapshotDue ? { threadSeq: view.seq, machinesVersion, actors: thread.actors.persist(draft.stagedActors()) } : null,
       receipt: {
         commandId: command.commandId,

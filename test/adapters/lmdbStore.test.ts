@@ -16,7 +16,7 @@ function batchFor(threadId: string, commandId: string, events: DomainEvent[], ex
     expectedThreadSeq,
     events: events.map((event, index) => ({ threadSeq: expectedThreadSeq + index + 1, event })),
     head,
-    turns: Object.values(turns),
+    turns: Object.values(turns).map((turn) => ({ previous: null, turn })),
     snapshot: null,
     receipt: { commandId, fingerprint: 'f', threadId, at: 1, outcome: 'accepted', fromThreadSeq: expectedThreadSeq + 1, toThreadSeq: expectedThreadSeq + events.length, refused: [] },
   };
@@ -55,7 +55,7 @@ describe('LMDB store', () => {
     await store.commit(batchFor('a', 'c1', [created]));
     // A turn row that cannot be encoded fails after the events were put: nothing may remain.
     const broken = batchFor('a', 'c2', [requested], 1);
-    broken.turns = [{ ...broken.turns[0]!, provider: { name: Symbol('no') as unknown as string, model: null } }];
+    broken.turns = [{ previous: null, turn: { ...broken.turns[0]!.turn, provider: { name: Symbol('no') as unknown as string, model: null } } }];
     await expect(store.commit(broken)).rejects.toThrow();
     expect(store.lastSeq()).toBe(1);
     expect(store.readReceipt('c2')).toBeUndefined();
