@@ -1,6 +1,7 @@
 import { type Database, type RootDatabase, open } from 'lmdb';
 import { type ActorSnapshotRecord, type CommitBatch, type ListedThread, type Receipt, type StoredEvent, type ThreadHead, type ThreadStore, type ThreadSummary, type ThreadView, type TurnView, TurnloomError, summarize } from '../domain/index.ts';
 import { prepareDataFolder } from './dataFolder.ts';
+import { GroupCommit } from './groupCommit.ts';
 import { type ProcessIdentity, currentProcess, isAlive } from './processIdentity.ts';
 import { type GrownText, type PieceKey, type PieceWrite, grownText, joinTurn, splitTurn } from './turnRows.ts';
 
@@ -55,6 +56,7 @@ export class LmdbStore implements ThreadStore {
   private readonly ownerThreads: Database<string, [string, number]>;
   private readonly meta: Database<ProcessIdentity, string>;
   private readonly owner: ProcessIdentity;
+  private readonly group: GroupCommit;
 
   private constructor(path: string) {
     prepareDataFolder(path);
@@ -73,6 +75,7 @@ export class LmdbStore implements ThreadStore {
     this.ownerThreads = this.env.openDB({ name: 'ownerThreads' });
     this.meta = this.env.openDB({ name: 'meta' });
     this.owner = currentProcess();
+    this.group = new GroupCommit(this.env);
     try {
       this.lock(path);
     } catch (error) {
@@ -208,8 +211,8 @@ export class LmdbStore implements ThreadStore {
     return [...this.openTurnIndex.getRange({}).map(({ key, value }) => ({ threadId: key, turnId: value }))];
   }
 
-  async commit(batch: CommitBatch): Promise<StoredEvent[]> {
-    const stored = await this.env.childTransaction(() => {
+  commit(batch: CommitBatch): Promise<StoredEvent[]> {
+    return this.group.run(() => {
       const head = this.threads.get(batch.threadId);
       const currentSeq = head?.seq ?? 0;
       if (currentSeq !== batch.expectedThreadSeq) {
@@ -235,8 +238,6 @@ export class LmdbStore implements ThreadStore {
       this.putReceipt(batch.receipt);
       return events;
     });
-    await this.env.flushed;
-    return stored;
   }
 
   private putReceipt(receipt: Receipt): void {
@@ -245,10 +246,9 @@ export class LmdbStore implements ThreadStore {
   }
 
   async commitRejection(receipt: Extract<Receipt, { outcome: 'rejected' }>): Promise<void> {
-    await this.env.childTransaction(() => {
+    await this.group.run(() => {
       if (!this.receipts.get(receipt.commandId)) this.putReceipt(receipt);
     });
-    await this.env.flushed;
   }
 
   async expireReceipts(olderThan: number, keepAtMost: number, batchSize: number): Promise<number> {

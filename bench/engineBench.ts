@@ -128,8 +128,8 @@ function recordingStore(dir: string): { store: LmdbStore; batches: CommitBatch[]
  * `turn.start` on a thread with no open turn, one client, one command at a
  * time, beside the least a durable write can cost: one put and commit on a
  * raw LMDB environment opened as `LmdbStore` opens it (`open({ path, maxDbs })`,
- * default sync commits) and committed as it commits (a child transaction,
- * then `flushed`). The note adds the third side: the engine's own commit
+ * default sync commits) and committed as it commits (a synchronous write
+ * transaction, then `flushed`). The note adds the third side: the engine's own commit
  * batches replayed on a bare `LmdbStore`, which splits the gap into what the
  * store writes and what the engine computes.
  */
@@ -153,7 +153,7 @@ async function engineCommand(smoke: boolean): Promise<Figure> {
               const seq = ++key;
               // About the size of the stored `turn.requested` event.
               const value = { seq, threadId: 'thr_bench', threadSeq: seq, commandId: `cmd-${seq}`, at: Date.now(), event: { type: 'turn.requested', turnId: `turn-${seq}`, input: { text: 'fix the race in the login test' } } };
-              await env.childTransaction(() => log.put(seq, value));
+              env.transactionSync(() => log.put(seq, value));
               await env.flushed;
             });
           const command = async () => {
