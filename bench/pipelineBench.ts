@@ -4,7 +4,7 @@ import { LmdbStore } from '../adapters/lmdbStore.ts';
 import { MSGPACK, NatsBus, decode, encode } from '../bus/index.ts';
 import { TurnloomClient } from '../client/index.ts';
 import type { ProviderAdapter, ProviderEvent, StoredEvent } from '../domain/index.ts';
-import type { LiveDelta } from '../services/runtime/index.ts';
+import { type LiveDelta, decodeLiveBatch } from '../services/runtime/index.ts';
 import { type TurnloomServer, startTurnloomServer } from '../services/turnloomServer.ts';
 import { tempDir } from '../test/support/tempDir.ts';
 import { Teardown, privateNats } from './busBench.ts';
@@ -186,7 +186,12 @@ class Pipeline {
     const pipeline = new Pipeline(server, provider, client, threadIds);
     const follower = teardown.keep('follower connection', await connect({ servers: url }), (nc) => nc.close());
     for (const threadId of threadIds) {
-      follower.subscribe(server.subjects.live(threadId), { callback: (_error, msg) => pipeline.observed?.onLive(decode(msg.data, MSGPACK) as LiveDelta) });
+      follower.subscribe(server.subjects.live(threadId), {
+        callback: (_error, msg) => {
+          // One message holds what a turn typed in one iteration of the worker's event loop; each delta is timed on its own.
+          for (const delta of decodeLiveBatch(msg.data)) pipeline.observed?.onLive(delta);
+        },
+      });
       follower.subscribe(server.subjects.events(threadId), { callback: (_error, msg) => pipeline.observed?.onCommitted(decode(msg.data, MSGPACK) as StoredEvent) });
     }
     await follower.flush();
@@ -264,7 +269,8 @@ async function publishLikeTheWorker(nc: NatsConnection, subjects: number, perSub
   for (let n = 0; n < perSubject; n++) {
     for (let i = 0; i < subjects; i++) {
       const delta: LiveDelta = { turnId, step: 1, partId: `${turnId}-s1-1`, kind: 'text', text: `${stamp().toFixed(3)}|` };
-      nc.publish(`bench.live.${i}`, encode(delta, MSGPACK), { headers });
+      // A batch of one: what the worker sends for a turn whose deltas each come in their own iteration of the loop.
+      nc.publish(`bench.live.${i}`, encode([delta], MSGPACK), { headers });
     }
     await nextTurn();
   }

@@ -1,13 +1,7 @@
-import { type ConnectionOptions, type MsgHdrs, type NatsConnection, RequestError, TimeoutError, connect, createInbox, headers as natsHeaders } from '@nats-io/transport-node';
+import { type ConnectionOptions, type MsgHdrs, type NatsConnection, RequestError, TimeoutError, connect, createInbox } from '@nats-io/transport-node';
 import { type Bus, BusError, type BusMessage, type BusStatus, type BusSubscription, type PublishOptions, type RequestOptions, type SubscribeOptions } from '../domain/index.ts';
+import { HeaderCache } from './headerCache.ts';
 import { assertSubject } from './subjectRules.ts';
-
-function toNatsHeaders(headers: Record<string, string> | undefined): MsgHdrs | undefined {
-  if (!headers || Object.keys(headers).length === 0) return undefined;
-  const result = natsHeaders();
-  for (const [key, value] of Object.entries(headers)) result.set(key.toLowerCase(), value);
-  return result;
-}
 
 function fromNatsHeaders(headers: MsgHdrs | undefined): Record<string, string> {
   if (!headers) return {};
@@ -23,6 +17,7 @@ export class NatsBus implements Bus {
   private readonly errorListeners = new Set<(error: BusError) => void>();
 
   private readonly inboxPrefix: string;
+  private readonly headers = new HeaderCache();
 
   private constructor(nc: NatsConnection, inboxPrefix: string) {
     this.nc = nc;
@@ -75,7 +70,7 @@ export class NatsBus implements Bus {
   publish(subject: string, data: Uint8Array, options: PublishOptions = {}): void {
     this.assertOpen(subject);
     assertSubject(subject, false);
-    const headers = toNatsHeaders(options.headers);
+    const headers = this.headers.headersFor(options.headers);
     this.nc.publish(subject, data, { ...(headers ? { headers } : {}), ...(options.reply ? { reply: options.reply } : {}) });
   }
 
@@ -102,7 +97,7 @@ export class NatsBus implements Bus {
   async request(subject: string, data: Uint8Array, options: RequestOptions = {}): Promise<BusMessage> {
     this.assertOpen(subject);
     assertSubject(subject, false);
-    const headers = toNatsHeaders(options.headers);
+    const headers = this.headers.headersFor(options.headers);
     try {
       const msg = await this.nc.request(subject, data, { timeout: options.timeoutMs ?? 5_000, ...(headers ? { headers } : {}) });
       return { subject: msg.subject, data: msg.data, headers: fromNatsHeaders(msg.headers), reply: undefined };

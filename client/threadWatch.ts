@@ -1,9 +1,10 @@
 import { createStore } from '@xstate/store';
 import { type BusMessage, type BusStatus, type BusSubscription, type StoredEvent, type ThreadView, type TurnView, TurnloomError } from '../domain/index.ts';
-import { MSGPACK, decode } from '../bus/index.ts';
+import { decode } from '../bus/index.ts';
 import { emptyThreadView, project, projectInto } from '../services/engine/projector.ts';
 import { MAX_CATCH_UP } from '../services/api/apiResults.ts';
 import { WATCH_KIND_HEADER } from '../services/api/threadWatches.ts';
+import { decodeLiveBatch } from '../services/runtime/liveBatch.ts';
 import type { LiveDelta } from '../services/runtime/stepIngestion.ts';
 import type { ApiCaller } from './apiCaller.ts';
 
@@ -193,13 +194,13 @@ export class ThreadWatch {
   }
 
   private hearLive(message: BusMessage): void {
-    let delta: LiveDelta;
+    let deltas: LiveDelta[];
     try {
-      delta = decode(message.data, MSGPACK) as LiveDelta;
+      deltas = decodeLiveBatch(message.data);
     } catch {
-      return; // A garbled delta is a lost one; the durable text comes with the events.
+      return; // A garbled batch is a lost one; the durable text comes with the events.
     }
-    for (const listener of this.liveListeners) listener(delta);
+    for (const delta of deltas) for (const listener of this.liveListeners) listener(delta);
   }
 
   private receive(message: BusMessage): void {

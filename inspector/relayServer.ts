@@ -62,7 +62,7 @@ async function readBody(request: IncomingMessage): Promise<unknown> {
 /** One server-sent event; `id` is the thread sequence, which the browser sends back as Last-Event-ID when it reconnects. */
 function frame(message: StreamMessage): string {
   const { kind, ...rest } = message;
-  const data = kind === 'event' ? message.event : kind === 'live' ? message.delta : kind === 'inspect' ? message.inspection : rest;
+  const data = kind === 'event' ? message.event : kind === 'live' ? message.deltas : kind === 'inspect' ? message.inspection : rest;
   const id = kind === 'event' ? `id: ${message.event.threadSeq}\n` : '';
   return `event: ${kind}\n${id}data: ${JSON.stringify(data)}\n\n`;
 }

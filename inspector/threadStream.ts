@@ -1,12 +1,14 @@
 import { type BusMessage, type BusStatus, type BusSubscription, type StoredEvent, TurnloomError } from '../domain/index.ts';
 import { MSGPACK, decode } from '../bus/index.ts';
 import type { ApiCaller } from '../client/index.ts';
+import { decodeLiveBatch } from '../services/runtime/liveBatch.ts';
+import type { LiveDelta } from '../services/runtime/stepIngestion.ts';
 
 /** What the page hears, as server-sent events (see docs/inspector.md). */
 export type StreamMessage =
   | { kind: 'event'; event: StoredEvent }
   | { kind: 'caughtUp'; seq: number }
-  | { kind: 'live'; delta: unknown }
+  | { kind: 'live'; deltas: LiveDelta[] }
   | { kind: 'inspect'; inspection: unknown }
   | { kind: 'relay'; bus: BusStatus }
   | { kind: 'failed'; code: string; message: string };
@@ -56,8 +58,8 @@ export class ThreadStream {
     const { bus, subjects } = this.api;
     this.subscriptions.push(
       bus.subscribe(subjects.events(this.threadId), (message) => this.onEvent(message)),
-      bus.subscribe(subjects.live(this.threadId), (message) => this.forward(message, (delta) => ({ kind: 'live', delta }))),
-      bus.subscribe(subjects.inspect(this.threadId), (message) => this.forward(message, (inspection) => ({ kind: 'inspect', inspection }))),
+      bus.subscribe(subjects.live(this.threadId), (message) => this.forward(message, (data) => ({ kind: 'live', deltas: decodeLiveBatch(data) }))),
+      bus.subscribe(subjects.inspect(this.threadId), (message) => this.forward(message, (data) => ({ kind: 'inspect', inspection: decode(data, MSGPACK) }))),
     );
     this.stopStatus = bus.onStatus((status) => {
       this.deliver({ kind: 'relay', bus: status });
@@ -90,11 +92,11 @@ export class ThreadStream {
     this.queue = this.queue.then(() => (this.closed ? undefined : this.sink(message)));
   }
 
-  private forward(message: BusMessage, wrap: (value: unknown) => StreamMessage): void {
+  private forward(message: BusMessage, read: (data: Uint8Array) => StreamMessage): void {
     // The subjects carry every principal's threads; the log read is where the token is checked.
     if (!this.allowed) return;
     try {
-      this.deliver(wrap(decode(message.data, MSGPACK)));
+      this.deliver(read(message.data));
     } catch (error) {
       console.error(`turnloom inspect: a malformed message on ${message.subject}`, error);
     }

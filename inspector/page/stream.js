@@ -48,7 +48,10 @@ export function openThreadStream(threadId, after, on) {
     on.status('live');
     on.caughtUp(data.seq);
   });
-  listen('live', (data) => on.live(data));
+  // One `live` event is one message of the live subject: an array of deltas, in order.
+  listen('live', (data) => {
+    if (Array.isArray(data)) for (const delta of data) on.live(delta);
+  });
   listen('inspect', (data) => on.inspect(data));
   listen('relay', (data) => on.relay(String(data.bus)));
   listen('failed', (data) => {

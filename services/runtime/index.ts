@@ -4,6 +4,7 @@ export type { CrashRepairOptions } from './crashRepair.ts';
 export type { DeadlineOptions } from './deadlines.ts';
 export { StepIngestion } from './stepIngestion.ts';
 export type { LiveDelta, StepIngestionOptions } from './stepIngestion.ts';
+export { decodeLiveBatch, encodeLiveBatch } from './liveBatch.ts';
 export { deriveMessages, systemPrompt } from './deriveRequest.ts';
 export { defaultRetryPolicy, retryDelay } from './retryPolicy.ts';
 export type { RetryPolicy } from './retryPolicy.ts';

@@ -1,7 +1,7 @@
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import { z } from 'zod';
-import { JSON_TYPE, MSGPACK, type Subjects, decode, encode, subjects as subjectsFor } from '../../bus/index.ts';
+import { JSON_TYPE, type Subjects, decode, subjects as subjectsFor } from '../../bus/index.ts';
 import { ThreadWatch } from '../../client/threadWatch.ts';
 import { type Bus, type BusSubscription, DEFAULT_ENVIRONMENT, type ProviderAdapter, type ProviderChoice, type ToolExecutor, TurnloomError, type WorkspaceCheckpoints } from '../../domain/index.ts';
 import { type HelloAnswer, type RestoreAnswer, restoreSchema } from '../dispatch/workerProtocol.ts';
@@ -9,6 +9,7 @@ import { DEFAULT_MAX_PAYLOAD } from '../api/apiServer.ts';
 import { Inflight, answerRequest, parseParams } from '../api/requestReply.ts';
 import { defaultRetryPolicy } from '../runtime/retryPolicy.ts';
 import { LeasedThread } from './leasedThread.ts';
+import { LiveBatcher } from './liveBatcher.ts';
 import { Outbox, type OutboxBounds } from './outbox.ts';
 import { type CheckpointSetting, type StopReason, type TurnLoopOptions, runTurn } from './turnLoop.ts';
 import { WorkerLink, isTransient } from './workerLink.ts';
@@ -199,6 +200,7 @@ export class Worker {
     const stop = (reason: StopReason) => {
       if (!signal.aborted) run.controller.abort(reason);
     };
+    const live = new LiveBatcher(this.bus, this.subjects.live(threadId));
     let unwatch = () => {};
     const guard = setInterval(() => {
       if (outbox.overloaded) {
@@ -225,13 +227,7 @@ export class Worker {
         adapter: this.options.adapterFor(fold.context.view!.turns[turnId]!.provider),
         tools: this.options.tools,
         checkpoints: this.options.checkpoints,
-        live: (delta) => {
-          try {
-            this.bus.publish(this.subjects.live(threadId), encode(delta, MSGPACK), { headers: { 'content-type': MSGPACK } });
-          } catch {
-            // Live deltas are best effort; the durable ones are in the log.
-          }
-        },
+        live: (delta) => live.add(delta),
         signal,
         options: this.loop,
       });
@@ -240,6 +236,7 @@ export class Worker {
       if (!(error instanceof TurnloomError && (error.code === 'fenced' || error.code === 'not_found'))) console.error(`turnloom worker ${this.workerId}: turn ${turnId} stopped`, error);
     } finally {
       clearInterval(guard);
+      live.close();
       unwatch();
       fold.close();
     }

@@ -59,6 +59,31 @@ export function busContract(transport: string, makeWorld: () => Promise<BusWorld
       theirs.subscription.unsubscribe();
     });
 
+    it('gives every message the headers it was published with, however often a record repeats or changes', async () => {
+      const inbox = collect(b, 'contract.headers');
+      await settle(a, b);
+      const expected: Array<Record<string, string>> = [];
+      const publish = (headers: Record<string, string>) => {
+        expected.push(Object.fromEntries(Object.entries(headers).map(([key, value]) => [key.toLowerCase(), value])));
+        a.publish('contract.headers', text(String(expected.length)), { headers });
+      };
+      const reused: Record<string, string> = { 'content-type': 'application/msgpack' };
+      for (let i = 0; i < 1_500; i++) {
+        publish(reused);
+        // A value per message, more distinct records than a transport would keep.
+        publish({ 'content-type': 'application/msgpack', 'x-seq': String(i) });
+        // The same record object, changed in place.
+        if (i % 500 === 499) reused['x-changed'] = String(i);
+      }
+      publish({ 'x-seq': '7', 'content-type': 'application/msgpack' });
+      publish({ 'Content-Type': 'application/json' });
+      publish({});
+      await settle(a, b);
+      expect(inbox.received.map(read)).toEqual(expected.map((_, n) => String(n + 1)));
+      expect(inbox.received.map((message) => message.headers)).toEqual(expected);
+      inbox.subscription.unsubscribe();
+    });
+
     it('matches * to exactly one token and > to one or more at the end', async () => {
       const star = collect(b, 'contract.w.*.end');
       const tail = collect(b, 'contract.w.>');

@@ -1,8 +1,9 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { ScriptedProvider } from '../../adapters/providers/scriptedProvider.ts';
 import { LmdbStore } from '../../adapters/lmdbStore.ts';
-import { InProcessHub, JSON_TYPE, MSGPACK, decode } from '../../bus/index.ts';
+import { InProcessHub, JSON_TYPE, MSGPACK } from '../../bus/index.ts';
 import { TurnloomClient } from '../../client/index.ts';
+import { decodeLiveBatch } from '../../services/runtime/liveBatch.ts';
 import type { LiveDelta } from '../../services/runtime/stepIngestion.ts';
 import { startTurnloomServer } from '../../services/turnloomServer.ts';
 import { tempDir } from '../support/tempDir.ts';
@@ -61,7 +62,7 @@ describe('lone surrogates', () => {
     const { threadId } = await json.call('thread.create', {});
     const live: LiveDelta[] = [];
     const listener = hub.connect();
-    listener.subscribe(server.subjects.live(threadId), (message) => live.push(decode(message.data, MSGPACK) as LiveDelta));
+    listener.subscribe(server.subjects.live(threadId), (message) => live.push(...decodeLiveBatch(message.data)));
     await listener.flush();
     const { turnId } = await json.call('turn.start', { threadId, input: { text: 'talk' } });
     await expect.poll(async () => (await json.call('thread.get', { threadId })).thread.turns[turnId]!.state, { timeout: 10_000 }).toBe('completed');

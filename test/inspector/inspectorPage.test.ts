@@ -3,7 +3,9 @@ import { join } from 'node:path';
 import { type Browser, type BrowserContext, type Page, chromium } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { DomainEvent } from '../../domain/index.ts';
+import { MSGPACK } from '../../bus/index.ts';
 import { InspectorRelay } from '../../inspector/index.ts';
+import { encodeLiveBatch } from '../../services/runtime/liveBatch.ts';
 import { type ApiFixture, openApiFixture } from '../support/apiFixture.ts';
 import { turnEvents } from '../support/engineFixture.ts';
 import { chromiumPath, missingChromiumMessage } from '../support/chromium.ts';
@@ -153,6 +155,27 @@ describe.skipIf(!browserPath)('the inspector in a real browser (chromium, headle
     expect(await page.locator('img').count()).toBe(0);
     expect(await page.title()).not.toMatch(/^[12]$/);
     await page.locator('[data-testid=timeline-row][data-type="turn.requested"]').waitFor();
+    expect(errors).toEqual([]);
+  });
+
+  it('types the live text as the worker sends it, one batch of deltas per message, ahead of the log', async () => {
+    // No worker: the turn is opened by hand and its deltas published as a worker's batches.
+    bare = await openApiFixture();
+    const client = await bare.client();
+    const bus = await bare.connect();
+    relay = await new InspectorRelay({ bus, prefix: bare.prefix, port: 0 }).start();
+    const { threadId } = await client.call('thread.create', { title: 'typing' });
+    const { turnId } = await client.call('turn.start', { threadId, input: { text: 'type' } });
+    const t = turnEvents(turnId);
+    const partId = `${turnId}-s1-1`;
+    await bare.server.engine.submit({ type: 'turn.record', commandId: `${threadId}-open`, threadId, turnId, events: [t.sessionStarted(), t.started(), t.step(1), { type: 'part.started', turnId, partId, step: 1, kind: 'text' }] });
+
+    const page = await openPage(`/threads/${threadId}`);
+    await page.locator('[data-testid=status]', { hasText: 'live' }).waitFor();
+    const typed = (texts: string[]) => encodeLiveBatch(texts.map((text) => ({ turnId, step: 1, partId, kind: 'text', text })));
+    bus.publish(bare.server.subjects.live(threadId), typed(['typed ', 'live, ']), { headers: { 'content-type': MSGPACK } });
+    bus.publish(bare.server.subjects.live(threadId), typed(['in ', 'two ', 'batches']), { headers: { 'content-type': MSGPACK } });
+    await expect.poll(() => page.locator('[data-testid=live-text]').textContent(), { timeout: 10_000 }).toContain('typed live, in two batches');
     expect(errors).toEqual([]);
   });
 

@@ -85,10 +85,15 @@ describe('the inspector relay: one thread, live, over server-sent events', () =>
     expect(sse.messages.filter((message) => message.event === 'event').map((message) => message.id)).toEqual(range(1, seq).map(String));
 
     await thread.write(3, 'b');
-    relayBus.publish(client.subjects.live(thread.threadId), encode({ turnId: 'x', step: 1, partId: 'p', kind: 'text', text: 'typing…' }, MSGPACK), { headers: { 'content-type': MSGPACK } });
+    const typed = [
+      { turnId: 'x', step: 1, partId: 'p', kind: 'text', text: 'typing' },
+      { turnId: 'x', step: 1, partId: 'p', kind: 'text', text: '…' },
+    ];
+    relayBus.publish(client.subjects.live(thread.threadId), encode(typed, MSGPACK), { headers: { 'content-type': MSGPACK } });
     await expect.poll(() => seqs(sse.messages).at(-1), { timeout: 10_000 }).toBe(seq + 3);
     expect(seqs(sse.messages)).toEqual(range(1, seq + 3));
-    await expect.poll(() => sse.messages.find((message) => message.event === 'live')?.data, { timeout: 10_000 }).toMatchObject({ text: 'typing…' });
+    // One bus message, one server-sent event: the batch as it came, in order.
+    await expect.poll(() => sse.messages.find((message) => message.event === 'live')?.data, { timeout: 10_000 }).toEqual(typed);
     const inspections = sse.messages.filter((message) => message.event === 'inspect').map((message) => message.data as { threadSeq: number; transitions: unknown[] });
     expect(inspections.at(-1)).toMatchObject({ threadSeq: seq + 3, outcome: 'accepted' });
     expect(inspections.at(-1)!.transitions).toHaveLength(3);

@@ -15,12 +15,12 @@ describe('ThreadStream', () => {
     const stream = new ThreadStream(api, 'th1', 0, async (message) => void sent.push(message));
     const started = stream.start();
     const publish = (subject: string, value: unknown) => bus.publish(subject, encode(value, MSGPACK), { headers: { 'content-type': MSGPACK } });
-    for (let i = 0; i < 5; i += 1) publish(subjects.live('th1'), { turnId: 't', step: 1, partId: 'p', kind: 'text', text: `secret ${i}` });
+    for (let i = 0; i < 5; i += 1) publish(subjects.live('th1'), [{ turnId: 't', step: 1, partId: 'p', kind: 'text', text: `secret ${i}` }]);
     publish(subjects.inspect('th1'), { threadId: 'th1', transitions: [], refused: [] });
     await bus.flush();
     answer(new TurnloomError('forbidden', 'thread th1 belongs to someone else'));
     await started;
-    publish(subjects.live('th1'), { turnId: 't', step: 1, partId: 'p', kind: 'text', text: 'later secret' });
+    publish(subjects.live('th1'), [{ turnId: 't', step: 1, partId: 'p', kind: 'text', text: 'later secret' }]);
     await bus.flush();
     await new Promise((resolve) => setTimeout(resolve, 20));
     expect(sent.map((message) => message.kind)).toEqual(['relay', 'failed']);

@@ -1,8 +1,8 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { AnthropicProvider } from '../../adapters/providers/anthropicProvider.ts';
 import { type RecordedStreamServer, serveRecordedStream } from '../../adapters/providers/recordedStreamServer.ts';
-import { MSGPACK, decode } from '../../bus/index.ts';
 import { rebuildView } from '../../services/engine/projector.ts';
+import { decodeLiveBatch } from '../../services/runtime/liveBatch.ts';
 import type { LiveDelta } from '../../services/runtime/stepIngestion.ts';
 import { type ApiFixture, openApiFixture } from '../support/apiFixture.ts';
 
@@ -38,7 +38,7 @@ describe('two channels for deltas', () => {
 
     const live: LiveDelta[] = [];
     const watcher = await fx.connect();
-    watcher.subscribe(fx.server.subjects.live(threadId), (message) => live.push(decode(message.data, MSGPACK) as LiveDelta));
+    watcher.subscribe(fx.server.subjects.live(threadId), (message) => live.push(...decodeLiveBatch(message.data)));
     await watcher.flush();
 
     const { turnId } = await client.call('turn.start', { threadId, input: { text: 'write a lot' }, provider: { name: 'anthropic' } });

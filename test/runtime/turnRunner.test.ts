@@ -1,9 +1,10 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { ScriptedProvider, type ScriptInput } from '../../adapters/providers/scriptedProvider.ts';
 import { LmdbStore } from '../../adapters/lmdbStore.ts';
-import { InProcessHub, MSGPACK, decode } from '../../bus/index.ts';
+import { InProcessHub } from '../../bus/index.ts';
 import type { TurnloomClient } from '../../client/index.ts';
 import type { ProviderAdapter } from '../../domain/index.ts';
+import { decodeLiveBatch } from '../../services/runtime/liveBatch.ts';
 import type { LiveDelta } from '../../services/runtime/stepIngestion.ts';
 import { startTurnloomServer } from '../../services/turnloomServer.ts';
 import { type ApiFixture, openApiFixture } from '../support/apiFixture.ts';
@@ -31,7 +32,7 @@ describe('the in-process turn runner', () => {
     const { fx, client, threadId } = await setup({ scripted: new ScriptedProvider() });
     const live: LiveDelta[] = [];
     const bus = await fx.connect();
-    bus.subscribe(fx.server.subjects.live(threadId), (message) => live.push(decode(message.data, MSGPACK) as LiveDelta));
+    bus.subscribe(fx.server.subjects.live(threadId), (message) => live.push(...decodeLiveBatch(message.data)));
     await bus.flush();
 
     const { turnId } = await client.call('turn.start', { threadId, input: { text: 'fix the login race' } });

@@ -1,0 +1,32 @@
+import { MSGPACK, decode, encode } from '../../bus/index.ts';
+import { TurnloomError } from '../../domain/index.ts';
+import type { LiveDelta } from './stepIngestion.ts';
+
+const kinds: ReadonlySet<unknown> = new Set<LiveDelta['kind']>(['text', 'reasoning', 'toolInput']);
+
+/** Whether a decoded value has a delta's shape (a listener must never be handed anything else). */
+function isLiveDelta(value: unknown): value is LiveDelta {
+  if (typeof value !== 'object' || value === null) return false;
+  const delta = value as Record<string, unknown>;
+  return typeof delta.turnId === 'string' && typeof delta.partId === 'string' && typeof delta.step === 'number' && typeof delta.text === 'string' && kinds.has(delta.kind);
+}
+
+/**
+ * The body of a message on `<p>.v1.live.<threadId>`: always a msgpack array
+ * of deltas in the order they were produced (one message carries what one
+ * turn produced in one turn of the event loop), never a bare delta.
+ */
+export function encodeLiveBatch(deltas: readonly LiveDelta[]): Uint8Array {
+  return encode(deltas, MSGPACK);
+}
+
+/**
+ * The deltas of one live message, in order. Undecodable bytes or a body that
+ * is not an array is an `invalid_payload` error; an element without a
+ * delta's shape is left out, the rest still arrive.
+ */
+export function decodeLiveBatch(data: Uint8Array): LiveDelta[] {
+  const body = decode(data, MSGPACK);
+  if (!Array.isArray(body)) throw new TurnloomError('invalid_payload', 'a live message is an array of deltas');
+  return body.filter(isLiveDelta);
+}
