@@ -200,7 +200,16 @@ export class ThreadWatch {
     } catch {
       return; // A garbled batch is a lost one; the durable text comes with the events.
     }
-    for (const delta of deltas) for (const listener of this.liveListeners) listener(delta);
+    for (const delta of deltas) {
+      for (const listener of this.liveListeners) {
+        try {
+          listener(delta);
+        } catch (error) {
+          // One listener's mistake must not cost the others (or the rest of the batch) their deltas.
+          console.error('turnloom client: a live listener threw', error);
+        }
+      }
+    }
   }
 
   private receive(message: BusMessage): void {
