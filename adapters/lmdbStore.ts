@@ -143,7 +143,8 @@ export class LmdbStore implements ThreadStore {
     if (!head) return undefined;
     const turns: Record<string, TurnView> = {};
     for (const { key, value } of this.turns.getRange({ start: [threadId], end: [threadId, '\uffff'] })) turns[key[1]] = this.withPieces(threadId, value);
-    return { ...head, turns };
+    // Rows written before threads had a queue lack it.
+    return { ...head, queue: head.queue ?? [], turns };
   }
 
   readTurn(threadId: string, turnId: string): TurnView | undefined {
@@ -199,12 +200,13 @@ export class LmdbStore implements ThreadStore {
             .map(({ key, value }) => ({ position: key[1], threadId: value }));
     for (const { position, threadId } of entries) {
       const summary = this.summaries.get(threadId);
-      if (summary) yield { position, summary };
+      if (summary) yield { position, summary: { ...summary, queuedTurns: summary.queuedTurns ?? 0 } };
     }
   }
 
   readSummary(threadId: string): ThreadSummary | undefined {
-    return this.summaries.get(threadId);
+    const summary = this.summaries.get(threadId);
+    return summary && { ...summary, queuedTurns: summary.queuedTurns ?? 0 };
   }
 
   openTurns(): Array<{ threadId: string; turnId: string }> {

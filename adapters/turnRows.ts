@@ -97,7 +97,8 @@ export function joinTurn(row: TurnView, pieces: Iterable<{ key: PieceKey; value:
     owner[field] = appended.has(field) ? ((owner[field] as string | undefined) ?? '') + (value as string) : value;
     fields.set(ownerId, owner);
   }
-  if (fields.size === 0) return row;
+  // Rows written before turns had an inbox lack it.
+  if (fields.size === 0) return { ...row, inbox: row.inbox ?? [] };
   const fullPart = (part: PartView): PartView => {
     const found = fields.get(part.id);
     if (!found) return part;
@@ -117,6 +118,7 @@ export function joinTurn(row: TurnView, pieces: Iterable<{ key: PieceKey; value:
   const [user, assistant] = row.messages;
   return {
     ...row,
+    inbox: row.inbox ?? [],
     messages: [
       { ...user, parts: user.parts.map(fullPart) },
       { ...assistant, parts: assistant.parts.map(fullPart) },

@@ -64,6 +64,23 @@ export type DomainEvent =
       /** This run's permission mode, when it is not the thread's. */
       mode: PermissionMode | null;
     }
+  /**
+   * A turn accepted while another is open (`whileRunning: queue`, or
+   * `interrupt`, which puts it first): it waits in the thread's queue and is
+   * requested, in the order the log accepted it, once the open turn settles.
+   */
+  | {
+      type: 'turn.queued';
+      queuedTurnId: string;
+      input: { text: string };
+      provider: ProviderChoice;
+      mode: PermissionMode | null;
+      place: 'back' | 'front';
+    }
+  /** Input for the open turn while it runs (`whileRunning: steer`): it waits in the turn's inbox for the next step boundary. */
+  | { type: 'input.steered'; turnId: string; inputId: string; text: string }
+  /** The worker took inbox input into the step it is about to start: each becomes a user part the model reads in that step. */
+  | { type: 'input.claimed'; turnId: string; inputIds: string[]; step: number }
   | { type: 'turn.started'; turnId: string }
   /**
    * A worker holds the turn. `token` is this event's thread sequence: every

@@ -3,8 +3,8 @@
 // provider, tools). Nothing here imports anything of ours.
 export type { PartKind, Usage, ProviderChoice, ToolOutcome, InterruptCause, DomainEvent, DomainEventType, DomainEventOf, StoredEvent } from './domainEvents.ts';
 export { zeroUsage, addUsage, DEFAULT_ENVIRONMENT } from './domainEvents.ts';
-export type { ThreadView, SessionView, TurnView, MessageView, PartView, ToolCallView, ApprovalView, StepView, ActivityView, ThreadSummary } from './threadView.ts';
-export { isOpenPart, summarize } from './threadView.ts';
+export type { ThreadView, SessionView, TurnView, MessageView, PartView, ToolCallView, ApprovalView, StepView, ActivityView, ThreadSummary, QueuedTurnView, InboxItemView } from './threadView.ts';
+export { isOpenPart, summarize, waitingInput } from './threadView.ts';
 export type { LogCursor } from './logCursor.ts';
 export { emptyCursor } from './logCursor.ts';
 export type { ErrorCode, ErrorBody, Invariant } from './errors.ts';

@@ -30,6 +30,8 @@ export interface ThreadView {
   turns: Record<string, TurnView>;
   /** The open turn, if any (requested, running or interrupting). */
   openTurnId: string | null;
+  /** Turns accepted while another was open, first to start first. */
+  queue: QueuedTurnView[];
   /** Activities not tied to a turn. */
   activities: ActivityView[];
   /** Why its workspace keeps no checkpoints, once a worker found out. */
@@ -51,9 +53,11 @@ export interface TurnView {
   id: string;
   state: string;
   provider: ProviderChoice;
-  /** The user's message and the assistant's answer, in that order. */
+  /** The user's message (its input, then any input claimed from the inbox) and the assistant's answer, in that order. */
   messages: [MessageView, MessageView];
   approvals: ApprovalView[];
+  /** Input steered in while it ran, in the order the log accepted it. */
+  inbox: InboxItemView[];
   steps: StepView[];
   activities: ActivityView[];
   usage: Usage;
@@ -73,6 +77,23 @@ export interface TurnView {
   requestedAt: number;
   startedAt: number | null;
   endedAt: number | null;
+}
+
+export interface QueuedTurnView {
+  turnId: string;
+  input: { text: string };
+  provider: ProviderChoice;
+  mode: PermissionMode | null;
+  queuedAt: number;
+}
+
+/** Input steered into a running turn: waiting for the next step boundary, or claimed into a step. */
+export interface InboxItemView {
+  id: string;
+  text: string;
+  at: number;
+  /** The step whose request first carried it; `null` while it waits. */
+  claimedInStep: number | null;
 }
 
 export interface MessageView {
@@ -140,6 +161,9 @@ export interface ActivityView {
   data: Record<string, unknown>;
 }
 
+/** Steered input no step has carried yet. */
+export const waitingInput = (turn: Pick<TurnView, 'inbox'>): InboxItemView[] => turn.inbox.filter((item) => item.claimedInStep === null);
+
 /** A part still taking events: announced or running, not yet completed, failed or interrupted. */
 export const isOpenPart = (part: Pick<PartView, 'state'>): boolean => part.state === 'pending' || part.state.startsWith('running');
 
@@ -154,6 +178,7 @@ export interface ThreadSummary {
   seq: number;
   sessionState: string;
   openTurnId: string | null;
+  queuedTurns: number;
   turnCount: number;
 }
 
@@ -169,6 +194,7 @@ export function summarize(view: ThreadView): ThreadSummary {
     seq: view.seq,
     sessionState: view.session.state,
     openTurnId: view.openTurnId,
+    queuedTurns: view.queue.length,
     turnCount: view.turnIds.length,
   };
 }

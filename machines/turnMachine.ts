@@ -9,6 +9,8 @@ import type { InterruptCause } from '../domain/domainEvents.ts';
  */
 export type TurnEvent =
   | { type: 'turn.started' }
+  | { type: 'input.steered' }
+  | { type: 'input.claimed'; count: number }
   | { type: 'step.started'; step: number }
   | { type: 'response.started' }
   | { type: 'part.started'; partId: string }
@@ -28,10 +30,14 @@ export type TurnEvent =
 export interface TurnContext {
   turnId: string;
   step: number;
+  /** Steered input not yet claimed by a step. */
+  waitingInputs: number;
 }
 
 export const turnEventDescriptions: Record<TurnEvent['type'], string> = {
   'turn.started': 'A worker picked the turn up; until then it is only an accepted intent.',
+  'input.steered': 'A client steered input into the open turn; it waits in the turn’s inbox, and a model call already streaming is not disturbed.',
+  'input.claimed': 'The worker took waiting input into the step it is about to start; only between steps, so a step’s request never changes mid-call.',
   'step.started': 'One model call begins; opens a step that must be finished before the turn can settle.',
   'response.started': 'The provider began its answer to this step’s call; a second start in the same step is refused.',
   'part.started': 'The model produced its first (or next) piece of output in this step.',
@@ -57,17 +63,20 @@ export const turnMachine = setup({
   },
   actions: {
     countStep: assign({ step: ({ context }) => context.step + 1 }),
+    noteSteered: assign({ waitingInputs: ({ context }) => context.waitingInputs + 1 }),
+    noteClaimed: assign({ waitingInputs: ({ context, event }) => Math.max(0, context.waitingInputs - (event.type === 'input.claimed' ? event.count : 0)) }),
   },
 }).createMachine({
   id: 'turn',
   description: 'From one user input to the complete answer, through a loop of steps.',
-  context: ({ input }) => ({ turnId: input.turnId, step: 0 }),
+  context: ({ input }) => ({ turnId: input.turnId, step: 0, waitingInputs: 0 }),
   initial: 'requested',
   states: {
     requested: {
       description: 'Accepted and durable, but no worker has started it yet.',
       on: {
         'turn.started': 'running',
+        'input.steered': { actions: 'noteSteered' },
         'turn.failed': 'failed',
         'turn.interruptRequested': 'interrupting.stepClosed',
       },
@@ -75,11 +84,13 @@ export const turnMachine = setup({
     running: {
       description: 'A worker drives the step loop.',
       initial: 'betweenSteps',
+      on: { 'input.steered': { actions: 'noteSteered' } },
       states: {
         betweenSteps: {
           description: 'No step is open: the next model call may start, or the turn may settle.',
           on: {
             'step.started': { target: 'requesting', actions: 'countStep' },
+            'input.claimed': { actions: 'noteClaimed' },
             'turn.completed': '#turn.completed',
             'turn.failed': '#turn.failed',
             'turn.interruptRequested': '#turn.interrupting.stepClosed',

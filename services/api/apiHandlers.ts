@@ -2,6 +2,7 @@ import { createHash, randomUUID } from 'node:crypto';
 import { isInbox } from '../../bus/index.ts';
 import { type FileChange, type ListedThread, type ProviderChoice, TurnloomError, cutToFit, jsonBytes } from '../../domain/index.ts';
 import { revertScope } from '../engine/revertScope.ts';
+import { startOutcome } from '../engine/turnQueue.ts';
 import { patchOfFile } from './checkpointPatch.ts';
 import type { Engine, SubmitOptions } from '../engine/engine.ts';
 import { mayUse, readableThread, requireThread } from './access.ts';
@@ -185,10 +186,20 @@ export const apiHandlers: { [M in ApiMethod]: Handler<M> } = {
       const commandId = commandIdOf(params);
       const turnId = params.turnId ?? derivedId('turn', commandId);
       const result = await engine.submit(
-        { type: 'turn.start', commandId, threadId: params.threadId, turnId, input: params.input, provider: params.provider ?? defaultProvider, mode: params.mode ?? null },
+        {
+          type: 'turn.start',
+          commandId,
+          threadId: params.threadId,
+          turnId,
+          input: params.input,
+          provider: params.provider ?? defaultProvider,
+          mode: params.mode ?? null,
+          ...(params.whileRunning ? { whileRunning: params.whileRunning } : {}),
+        },
         idOrigin(params),
       );
-      return { ...result, turnId };
+      const written = engine.readEvents(params.threadId, result.fromThreadSeq - 1, result.toThreadSeq - result.fromThreadSeq + 1).map(({ event }) => event);
+      return { ...result, ...startOutcome(written, turnId) };
     },
   },
   'turn.interrupt': {

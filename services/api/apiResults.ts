@@ -1,3 +1,4 @@
+import type { StartOutcome } from '../engine/turnQueue.ts';
 import type { CommandResult } from '../engine/commands.ts';
 import type { ApprovalView, CapturedTree, FileChange, StoredEvent, ThreadSummary, ThreadView, TurnView } from '../../domain/index.ts';
 import type { WorkerInfo } from '../dispatch/workerRegistry.ts';
@@ -52,7 +53,12 @@ export interface ApiResults {
   /** `created`: a new watch (after a server restart too), so events since the last renewal may have been missed. */
   'thread.watch': { watchId: string; expiresInMs: number; created: boolean };
   'thread.unwatch': { removed: boolean };
-  'turn.start': MutationResult & { turnId: string };
+  /**
+   * `started`: the turn was requested. `queued`: it waits behind the open
+   * turn (`interrupted` names that turn when the policy asked it to stop).
+   * `steered`: the input went into the open turn `turnId` as `inputId`.
+   */
+  'turn.start': MutationResult & StartOutcome;
   'turn.interrupt': MutationResult;
   'approval.respond': MutationResult;
   'approval.list': { approvals: PendingApproval[]; nextCursor: string | null };

@@ -35,6 +35,7 @@ export type WorkerEvent = Extract<
       | 'session.failed'
       | 'activity.recorded'
       | 'turn.started'
+      | 'input.claimed'
       | 'step.started'
       | 'response.started'
       | 'response.completed'
@@ -71,6 +72,7 @@ export const workerEventSchema: z.ZodType<WorkerEvent> = z.union([
     data: z.record(z.string(), z.unknown()),
   }),
   event('turn.started', { turnId }),
+  event('input.claimed', { turnId, inputIds: z.array(id).min(1).max(1_000), step: z.number().int().min(1) }),
   event('step.started', { turnId, step: z.number().int().min(1), digest: z.string().max(128).nullable() }),
   event('response.started', { turnId, step: z.number().int().min(1), responseId: z.string().max(512).nullable(), model: z.string().max(512).nullable() }),
   event('response.completed', { turnId, step: z.number().int().min(1), stopReason: z.string().max(64), rawReason: z.string().max(512).nullable() }),

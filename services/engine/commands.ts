@@ -2,6 +2,7 @@ import type { DomainEvent, FileChange, PermissionMode, PermissionRule, Permissio
 
 export type { Refusal };
 import type { TurnOutcome } from './settleTurn.ts';
+import type { WhileRunning } from './turnQueue.ts';
 
 /**
  * What clients may ask of a thread. Each carries a command id that stays the
@@ -34,6 +35,8 @@ export type ClientCommand =
       provider: ProviderChoice;
       /** This run's permission mode, when not the thread's. */
       mode?: PermissionMode | null;
+      /** When a turn is already open (default `queue`); see `turnQueue.ts`. */
+      whileRunning?: WhileRunning;
     }
   | { type: 'turn.interrupt'; commandId: string; threadId: string; turnId: string | null; reason: string }
   | {

@@ -6,6 +6,7 @@ import type { Command, LeaseProof, Refusal } from './commands.ts';
 import { revertScope } from './revertScope.ts';
 import { closeOpenStep, settleOpenTurn } from './settleTurn.ts';
 import type { ThreadDraft } from './threadDraft.ts';
+import { followQueue, startTurn } from './turnQueue.ts';
 
 const conflict = (message: string, details: Record<string, unknown> = {}) => new TurnloomError('conflict', message, details);
 
@@ -25,8 +26,8 @@ function requireOpenTurn(draft: ThreadDraft, turnId: string, event: string): voi
   if (draft.view.openTurnId !== turnId) throw new IllegalTransition('turn', draft.view.turns[turnId]?.state ?? 'absent', event, turnId);
 }
 
-/** Lease events are the engine's to write: a worker never records its own. */
-const engineOnly = new Set<DomainEvent['type']>(['turn.leased', 'turn.leaseLost']);
+/** Lease events are the engine's to write, and steered input is a client's: a worker never records them. */
+const engineOnly = new Set<DomainEvent['type']>(['turn.leased', 'turn.leaseLost', 'input.steered']);
 
 /**
  * What a worker may write: the events of its own turn, what it learns of the
@@ -115,6 +116,12 @@ function expireLease(draft: ThreadDraft, command: Extract<Command, { type: 'turn
  * Returns the events that were refused and recorded as diagnostics instead.
  */
 export function decide(command: Command, draft: ThreadDraft): Refusal[] {
+  const refused = decideCommand(command, draft);
+  followQueue(draft);
+  return refused;
+}
+
+function decideCommand(command: Command, draft: ThreadDraft): Refusal[] {
   switch (command.type) {
     case 'thread.create':
       draft.emit({
@@ -141,7 +148,7 @@ export function decide(command: Command, draft: ThreadDraft): Refusal[] {
       return [];
     case 'turn.start':
       requireActive(draft);
-      draft.emit({ type: 'turn.requested', turnId: command.turnId, input: command.input, provider: command.provider, mode: command.mode ?? null });
+      startTurn(draft, command);
       return [];
     case 'turn.interrupt': {
       const turnId = command.turnId ?? draft.view.openTurnId;

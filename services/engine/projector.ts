@@ -1,4 +1,4 @@
-import { DEFAULT_ENVIRONMENT, type ApprovalView, defaultPermissions, type DomainEvent, type PartView, type ThreadView, type TurnView, addUsage, childId, emptyCursor, zeroUsage } from '../../domain/index.ts';
+import { DEFAULT_ENVIRONMENT, type ApprovalView, defaultPermissions, type DomainEvent, type PartView, type ThreadView, type TurnView, addUsage, childId, emptyCursor, waitingInput, zeroUsage } from '../../domain/index.ts';
 import { approvalMachine, partMachine, sessionMachine, turnMachine } from '../../machines/index.ts';
 import type { AnyStateMachine, StateValue } from 'xstate';
 import { stateName } from '../strictSend.ts';
@@ -29,6 +29,7 @@ export function emptyThreadView(threadId: string, at: number): ThreadView {
     turnIds: [],
     turns: {},
     openTurnId: null,
+    queue: [],
     activities: [],
     checkpointsOff: null,
     reverts: [],
@@ -53,6 +54,7 @@ function newTurn(event: Extract<DomainEvent, { type: 'turn.requested' }>, at: nu
       { id: childId(event.turnId, 'assistant'), role: 'assistant', parts: [] },
     ],
     approvals: [],
+    inbox: [],
     steps: [],
     activities: [],
     usage: zeroUsage(),
@@ -145,7 +147,7 @@ function advanceStates(view: ThreadView, deliveries: Delivery[], given: SteppedS
       case 'turn':
         next = mapTurn(next, delivery.id, (turn) => ({
           ...turn,
-          state: step(turnMachine, { state: turn.state, context: { turnId: turn.id, step: turn.steps.length } }).state,
+          state: step(turnMachine, { state: turn.state, context: { turnId: turn.id, step: turn.steps.length, waitingInputs: waitingInput(turn).length } }).state,
         }));
         break;
       case 'part':
@@ -169,6 +171,26 @@ function advanceStates(view: ThreadView, deliveries: Delivery[], given: SteppedS
   return next;
 }
 
+/** Claimed input becomes part of the user's message, tagged with the step whose request first carries it. */
+function claimInputs(turn: TurnView, inputIds: readonly string[], step: number): TurnView {
+  const claimed = turn.inbox.filter((item) => inputIds.includes(item.id) && item.claimedInStep === null);
+  const [user, assistant] = turn.messages;
+  return {
+    ...turn,
+    inbox: turn.inbox.map((item) => (claimed.includes(item) ? { ...item, claimedInStep: step } : item)),
+    messages: [
+      {
+        ...user,
+        parts: [
+          ...user.parts,
+          ...claimed.map((item): PartView => ({ id: childId(turn.id, `steered-${item.id}`), kind: 'text', state: 'completed', step, text: item.text, signature: null, tool: null, error: null })),
+        ],
+      },
+      assistant,
+    ],
+  };
+}
+
 /** Content of the event (texts, inputs, outputs, usage), before lifecycle states move. */
 function applyContent(view: ThreadView, event: DomainEvent, at: number, seq: number): ThreadView {
   switch (event.type) {
@@ -189,7 +211,15 @@ function applyContent(view: ThreadView, event: DomainEvent, at: number, seq: num
       return view;
     case 'turn.requested':
       view.turns[event.turnId] = newTurn(event, at);
-      return { ...view, turnIds: [...view.turnIds, event.turnId], openTurnId: event.turnId };
+      return { ...view, turnIds: [...view.turnIds, event.turnId], openTurnId: event.turnId, queue: view.queue.filter((queued) => queued.turnId !== event.turnId) };
+    case 'turn.queued': {
+      const queued = { turnId: event.queuedTurnId, input: event.input, provider: event.provider, mode: event.mode, queuedAt: at };
+      return { ...view, queue: event.place === 'front' ? [queued, ...view.queue] : [...view.queue, queued] };
+    }
+    case 'input.steered':
+      return mapTurn(view, event.turnId, (turn) => ({ ...turn, inbox: [...turn.inbox, { id: event.inputId, text: event.text, at, claimedInStep: null }] }));
+    case 'input.claimed':
+      return mapTurn(view, event.turnId, (turn) => claimInputs(turn, event.inputIds, event.step));
     case 'turn.started':
       return mapTurn(view, event.turnId, (turn) => ({ ...turn, startedAt: turn.startedAt ?? at }));
     case 'turn.leased':

@@ -34,7 +34,13 @@ export function routeEvent(event: DomainEvent): Delivery[] {
     case 'turn.leaseLost':
     case 'thread.configured':
     case 'permission.ruleAdded':
+    // A queued turn is an entry in the thread's queue until it is requested; it has no actor yet.
+    case 'turn.queued':
       return [];
+    case 'input.steered':
+      return [turn(event.turnId, { type: 'input.steered' })];
+    case 'input.claimed':
+      return [turn(event.turnId, { type: 'input.claimed', count: event.inputIds.length })];
     case 'session.started':
     case 'session.failed':
     case 'session.stopRequested':

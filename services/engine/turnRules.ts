@@ -22,17 +22,21 @@ export const approvalIdFor = (partId: string): string => childId(partId, 'approv
 /** The step answered without asking for tools: it closes, and the turn completes. */
 export function completeTurn(turnId: string, answer: StepAnswer): DomainEvent[] {
   return [
-    { type: 'step.finished', turnId, step: answer.step, outcome: 'stop', finishReason: answer.rawReason, usage: answer.usage, error: null },
+    closeStep(turnId, answer, 'stop'),
     { type: 'turn.completed', turnId, stopReason: answer.stopReason ?? 'stop' },
   ];
 }
 
-/** The tools ran: the step closes, and the next one may start. */
-export const closeToolStep = (turnId: string, answer: StepAnswer): DomainEvent => ({
+/**
+ * The step closes and the next one may start: after its tools ran
+ * (`toolCalls`), or when the model stopped while input was steered in
+ * (`stop`), which the next step carries.
+ */
+export const closeStep = (turnId: string, answer: StepAnswer, outcome: 'toolCalls' | 'stop'): DomainEvent => ({
   type: 'step.finished',
   turnId,
   step: answer.step,
-  outcome: 'toolCalls',
+  outcome,
   finishReason: answer.rawReason,
   usage: answer.usage,
   error: null,
@@ -49,7 +53,7 @@ export function endWithoutTools(turnId: string, answer: StepAnswer, parts: reado
     const result = 'This tool call was recorded but not run (tools are off for this run). It is safe to run it.';
     return [{ type: 'part.interrupted', turnId, partId: part.id, reason: 'tools are off', tool: { toolCallId: call.callId, outcome: 'notStarted', result } }];
   });
-  return [...unrun, closeToolStep(turnId, answer), { type: 'turn.completed', turnId, stopReason: answer.stopReason ?? 'toolCalls' }];
+  return [...unrun, closeStep(turnId, answer, 'toolCalls'), { type: 'turn.completed', turnId, stopReason: answer.stopReason ?? 'toolCalls' }];
 }
 
 /** A failed attempt keeps its partial output, marked failed, and its step closes with the error. */

@@ -19,7 +19,8 @@ function toolResult(part: PartView): ProviderMessage | null {
 /**
  * The conversation as the model must see it, derived only from the thread's
  * durable log (through its fold): every turn's user message, then each
- * step's answer and its tool results. Steps that failed (an attempt that was
+ * step's answer and its tool results, with input steered into the turn
+ * before the step that claimed it. Steps that failed (an attempt that was
  * retried) and turns a revert undid are kept in the log but are not part of
  * the conversation.
  */
@@ -28,8 +29,14 @@ export function deriveMessages(view: ThreadView): ProviderMessage[] {
   for (const turnId of view.turnIds) {
     const turn = view.turns[turnId]!;
     if (turn.revertedAt !== null) continue;
-    messages.push({ role: 'user', text: turn.messages[0].parts.map((part) => part.text).join('') });
+    const [input, ...steered] = turn.messages[0].parts;
+    messages.push({ role: 'user', text: input?.text ?? '' });
+    // Input steered in mid-turn is read where it was claimed: before the answer of the step that first carried it.
+    const steeredUpTo = (step: number) => {
+      while (steered.length > 0 && steered[0]!.step <= step) messages.push({ role: 'user', text: steered.shift()!.text });
+    };
     for (const step of turn.steps) {
+      steeredUpTo(step.step);
       if (step.outcome === 'error' || step.outcome === null) continue;
       const parts = turn.messages[1].parts.filter((part) => part.step === step.step);
       const answer = parts.map(assistantPart).filter((part): part is AssistantPart => part !== null);
@@ -39,6 +46,7 @@ export function deriveMessages(view: ThreadView): ProviderMessage[] {
         if (result) messages.push(result);
       }
     }
+    steeredUpTo(Number.MAX_SAFE_INTEGER);
   }
   return messages;
 }

@@ -16,12 +16,13 @@ import {
   TurnloomError,
   type WorkspaceCheckpoints,
   decidePermission,
+  waitingInput,
 } from '../../domain/index.ts';
 import {
   type StepAnswer,
   approvalIdFor,
   closeFailedStep,
-  closeToolStep,
+  closeStep,
   completeTurn,
   cutToolOutput,
   endWithoutTools,
@@ -123,6 +124,7 @@ export async function runTurn(work: TurnWork): Promise<void> {
     for (let step = turn().steps.length + 1; ; step++) {
       if (signal.aborted) throw signal.reason;
       await reachWritten(work);
+      await claimWaitingInput(work, step);
       const derived: ProviderRequest = { model: turn().provider.model, system: systemPrompt(view()), messages: deriveMessages(view()), tools: tools.specs() };
       const request = options.interceptRequest?.(derived) ?? derived;
       // The engine checks the digest against its own log before anything is sent.
@@ -145,6 +147,13 @@ export async function runTurn(work: TurnWork): Promise<void> {
       attempt = 1;
       const answer: StepAnswer = { step, usage: ingestion.usage, stopReason: ingestion.stopReason, rawReason: ingestion.rawReason, toolCalls: ingestion.toolCalls };
       if (answer.toolCalls.length === 0) {
+        // The model stopped, but input was steered in meanwhile: it gets another step, which claims it.
+        await reachWritten(work);
+        if (waitingInput(turn()).length > 0) {
+          await outbox.record([closeStep(turnId, answer, 'stop')]);
+          if (++answered >= options.maxSteps) throw stepLimit(options.maxSteps);
+          continue;
+        }
         await captureAfter(work);
         await outbox.record(completeTurn(turnId, answer));
         return;
@@ -160,8 +169,8 @@ export async function runTurn(work: TurnWork): Promise<void> {
         await runTool(work, call, tools);
         if (signal.aborted) throw signal.reason;
       }
-      await outbox.record([closeToolStep(turnId, answer)]);
-      if (++answered >= options.maxSteps) throw new TurnloomError('unavailable', `the turn reached its limit of ${options.maxSteps} model calls`);
+      await outbox.record([closeStep(turnId, answer, 'toolCalls')]);
+      if (++answered >= options.maxSteps) throw stepLimit(options.maxSteps);
     }
   } catch (error) {
     if (signal.aborted) {
@@ -183,6 +192,21 @@ export async function runTurn(work: TurnWork): Promise<void> {
     await captureAfter(work).catch(() => undefined);
     await settle({ kind: 'failed', error: error instanceof StepFailed ? `${error.info.kind}: ${error.info.message}` : (error as Error).message });
   }
+}
+
+const stepLimit = (maxSteps: number) => new TurnloomError('unavailable', `the turn reached its limit of ${maxSteps} model calls`);
+
+/**
+ * Input steered into the turn becomes part of the step about to start: the
+ * claim is in the log before the step, so the request the engine derives
+ * carries it too. A claim the machines refuse (the turn is being stopped)
+ * changes nothing, and the input is kept for a follow-up turn.
+ */
+async function claimWaitingInput(work: TurnWork, step: number): Promise<void> {
+  const waiting = waitingInput(work.fold.context.view!.turns[work.turnId]!);
+  if (waiting.length === 0) return;
+  await work.outbox.record([{ type: 'input.claimed', turnId: work.turnId, inputIds: waiting.map((item) => item.id), step }]);
+  await reachWritten(work);
 }
 
 /** A turn nobody started yet: the provider session comes up if it must, and the turn starts. */

@@ -14,6 +14,8 @@ export const sampleEvents: { [N in LifecycleMachineName]: Samples<{ session: Ses
   },
   turn: {
     'turn.started': { type: 'turn.started' },
+    'input.steered': { type: 'input.steered' },
+    'input.claimed': { type: 'input.claimed', count: 1 },
     'step.started': { type: 'step.started', step: 1 },
     'response.started': { type: 'response.started' },
     'part.started': { type: 'part.started', partId: 'p1' },

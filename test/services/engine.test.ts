@@ -115,11 +115,13 @@ describe('engine: commands through the lifecycle actors', () => {
     expect((await readAllReceiptsAfterClose(fx)).length).toBe(2);
   });
 
-  it('refuses a second turn while one runs, and any turn on an archived thread', async () => {
+  it('queues a second turn while one runs (never beside it), and refuses any turn on an archived thread', async () => {
     await fx.engine.submit(createThread('th1'));
     await fx.engine.submit(startTurn('th1', 't1'));
-    const second = await rejection(fx.engine.submit(startTurn('th1', 't2')));
-    expect(second.details).toEqual({ machine: 'session', state: 'starting', event: 'turn.begin', actorId: 'session' });
+    await fx.engine.submit(startTurn('th1', 't2'));
+    const view = await fx.engine.getThread('th1');
+    expect([view.openTurnId, view.turnIds, view.queue.map(({ turnId }) => turnId)]).toEqual(['t1', ['t1'], ['t2']]);
+    expect((await rejection(fx.engine.submit(startTurn('th1', 't2')))).code).toBe('conflict');
     expect((await rejection(fx.engine.submit({ type: 'thread.archive', commandId: nextId('c'), threadId: 'th1' }))).code).toBe('conflict');
 
     await fx.engine.submit(createThread('th2'));
@@ -295,5 +297,30 @@ describe('engine: turns always close, whatever order things happen in', () => {
     fx.engine.onCommitted((events) => heard.push(events.length));
     await expect(fx.engine.submit(createThread('th9'))).resolves.toMatchObject({ toThreadSeq: 1 });
     expect(heard).toEqual([1]);
+  });
+
+  it('never drops steered input: what no step claimed before the turn settled becomes the next turn, first in line', async () => {
+    const t = turnEvents('t1');
+    await fx.engine.submit(createThread('th1'));
+    await fx.engine.submit(startTurn('th1', 't1'));
+    await fx.engine.submit(startTurn('th1', 'queued-1'));
+    await fx.engine.submit(record('th1', 't1', [t.sessionStarted(), t.started(), t.step(1)]));
+    await fx.engine.submit({ ...startTurn('th1', 'in-1', 'and check the logs'), whileRunning: 'steer' });
+    await fx.engine.submit({ ...startTurn('th1', 'in-2', 'and the metrics'), whileRunning: 'steer' });
+    // A worker may not steer on a client's behalf.
+    expect((await rejection(fx.engine.submit(record('th1', 't1', [{ type: 'input.steered', turnId: 't1', inputId: 'x', text: 'sneaky' }])))).code).toBe('invalid_payload');
+    // Claiming mid-step is refused by the turn machine: a step's request never changes while it runs.
+    const early = await fx.engine.submit(record('th1', 't1', [{ type: 'input.claimed', turnId: 't1', inputIds: ['in-1'], step: 1 }]));
+    expect(early.refused).toEqual([{ index: 0, event: 'input.claimed', machine: 'turn', state: 'running.requesting' }]);
+
+    const result = await fx.engine.submit(record('th1', 't1', [t.stepFinished(1), t.completed()]));
+    const written = fx.store.readThreadEvents('th1', result.fromThreadSeq - 1, 10).map(({ event }) => event);
+    const followUp = written.find((event) => event.type === 'turn.queued');
+    expect(written.map((event) => event.type)).toEqual(['step.finished', 'turn.completed', 'turn.queued', 'turn.requested']);
+    expect(followUp).toMatchObject({ input: { text: 'and check the logs\n\nand the metrics' }, place: 'front' });
+    const view = await fx.engine.getThread('th1');
+    expect(view.openTurnId).toBe(followUp?.type === 'turn.queued' ? followUp.queuedTurnId : null);
+    expect(view.queue.map(({ turnId }) => turnId)).toEqual(['queued-1']);
+    expect(fx.store.readView('th1')).toEqual(rebuildFromLog(fx.store, 'th1'));
   });
 });

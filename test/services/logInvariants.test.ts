@@ -105,9 +105,10 @@ describe('log invariants, enforced by the engine before commit', () => {
     expect((again as InvariantViolation).invariant).toBe(invariant);
   });
 
-  it('refuses a second turn (turn pairing) before anything is written', async () => {
-    const before = fx.store.lastSeq();
-    await expect(fx.engine.submit(startTurn('th1', 't2'))).rejects.toMatchObject({ code: 'illegal_transition' });
-    expect(fx.store.lastSeq()).toBe(before);
+  it('never opens a second turn beside the open one (turn pairing): a second start waits in the queue', async () => {
+    const result = await fx.engine.submit(startTurn('th1', 't2'));
+    expect(fx.store.readThreadEvents('th1', result.fromThreadSeq - 1, 10).map(({ event }) => event.type)).toEqual(['turn.queued']);
+    const view = await fx.engine.getThread('th1');
+    expect([view.openTurnId, view.cursor.openTurnId, view.queue.map(({ turnId }) => turnId)]).toEqual(['t1', 't1', ['t2']]);
   });
 });

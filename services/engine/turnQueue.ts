@@ -1,0 +1,101 @@
+import { type DomainEvent, IllegalTransition, TurnloomError, childId, waitingInput } from '../../domain/index.ts';
+import type { Command } from './commands.ts';
+import type { ThreadDraft } from './threadDraft.ts';
+
+/** What `turn.start` does when a turn is already open. */
+export type WhileRunning = 'queue' | 'steer' | 'interrupt';
+
+const settles = new Set<DomainEvent['type']>(['turn.completed', 'turn.failed', 'turn.interrupted']);
+
+function requireNewTurnId(draft: ThreadDraft, turnId: string): void {
+  if (draft.view.turns[turnId] || draft.view.queue.some((queued) => queued.turnId === turnId)) {
+    throw new TurnloomError('conflict', `turn ${turnId} already exists in thread ${draft.threadId}`, { turnId });
+  }
+}
+
+/**
+ * `turn.start` by its input policy. With no turn open (and none waiting) the
+ * turn is requested; otherwise `queue` puts it at the back of the thread's
+ * queue, `interrupt` asks the open turn to stop and puts it first, and
+ * `steer` hands the input to the open turn's inbox (queued instead when the
+ * open turn is already stopping, since no further step will claim it).
+ */
+export function startTurn(draft: ThreadDraft, command: Extract<Command, { type: 'turn.start' }>): void {
+  const { turnId, input, provider } = command;
+  const mode = command.mode ?? null;
+  const openTurnId = draft.view.openTurnId;
+  const queue = (place: 'back' | 'front') => draft.emit({ type: 'turn.queued', queuedTurnId: turnId, input, provider, mode, place });
+  if (openTurnId === null) {
+    requireNewTurnId(draft, turnId);
+    if (draft.view.queue.length === 0) draft.emit({ type: 'turn.requested', turnId, input, provider, mode });
+    else queue('back');
+    return;
+  }
+  const open = draft.view.turns[openTurnId]!;
+  const stopping = open.state.startsWith('interrupting');
+  switch (command.whileRunning ?? 'queue') {
+    case 'steer':
+      if (!stopping) {
+        if (open.inbox.some((item) => item.id === turnId)) throw new TurnloomError('conflict', `input ${turnId} was already steered into turn ${openTurnId}`, { turnId: openTurnId, inputId: turnId });
+        draft.emit({ type: 'input.steered', turnId: openTurnId, inputId: turnId, text: input.text });
+        return;
+      }
+      requireNewTurnId(draft, turnId);
+      queue('back');
+      return;
+    case 'interrupt':
+      requireNewTurnId(draft, turnId);
+      if (!stopping) draft.emit({ type: 'turn.interruptRequested', turnId: openTurnId, reason: `replaced by turn ${turnId}` });
+      queue('front');
+      return;
+    case 'queue':
+      requireNewTurnId(draft, turnId);
+      queue('back');
+  }
+}
+
+/**
+ * Runs after every command, so no path can leave the queue stuck: input
+ * steered into a turn that settled before any step claimed it becomes a
+ * follow-up turn, first in line (it is never dropped); then, with no turn
+ * open, the first queued turn is requested. A session that takes no turn
+ * now (it is stopping) refuses, and the queue waits for the command that
+ * frees it.
+ */
+export function followQueue(draft: ThreadDraft): void {
+  for (const { event } of [...draft.events]) {
+    if (!settles.has(event.type) || !('turnId' in event) || event.turnId === null) continue;
+    const turn = draft.view.turns[event.turnId]!;
+    const waiting = waitingInput(turn);
+    if (waiting.length === 0) continue;
+    draft.emit({
+      type: 'turn.queued',
+      queuedTurnId: childId(turn.id, 'steered'),
+      input: { text: waiting.map((item) => item.text).join('\n\n') },
+      provider: turn.provider,
+      mode: turn.mode,
+      place: 'front',
+    });
+  }
+  const next = draft.view.queue[0];
+  if (draft.view.openTurnId !== null || next === undefined || draft.view.archived) return;
+  try {
+    draft.emit({ type: 'turn.requested', turnId: next.turnId, input: next.input, provider: next.provider, mode: next.mode });
+  } catch (error) {
+    if (!(error instanceof IllegalTransition)) throw error;
+  }
+}
+
+/** What became of a `turn.start`: the answer a client gets, read from the events the command wrote (so a retry gets the same). */
+export type StartOutcome =
+  | { inbox: 'started'; turnId: string }
+  | { inbox: 'queued'; turnId: string; interrupted: string | null }
+  | { inbox: 'steered'; turnId: string; inputId: string };
+
+export function startOutcome(events: readonly DomainEvent[], turnId: string): StartOutcome {
+  if (events.some((event) => event.type === 'turn.requested' && event.turnId === turnId)) return { inbox: 'started', turnId };
+  const steered = events.find((event) => event.type === 'input.steered' && event.inputId === turnId);
+  if (steered?.type === 'input.steered') return { inbox: 'steered', turnId: steered.turnId, inputId: turnId };
+  const interrupted = events.find((event) => event.type === 'turn.interruptRequested');
+  return { inbox: 'queued', turnId, interrupted: interrupted?.type === 'turn.interruptRequested' ? interrupted.turnId : null };
+}
