@@ -143,8 +143,8 @@ export class LmdbStore implements ThreadStore {
     if (!head) return undefined;
     const turns: Record<string, TurnView> = {};
     for (const { key, value } of this.turns.getRange({ start: [threadId], end: [threadId, '\uffff'] })) turns[key[1]] = this.withPieces(threadId, value);
-    // Rows written before threads had a queue lack it.
-    return { ...head, queue: head.queue ?? [], turns };
+    // Rows written before threads had a queue and a context lack them.
+    return { ...head, queue: head.queue ?? [], compaction: head.compaction ?? 'auto', context: head.context ?? null, turns };
   }
 
   readTurn(threadId: string, turnId: string): TurnView | undefined {

@@ -97,8 +97,9 @@ export function joinTurn(row: TurnView, pieces: Iterable<{ key: PieceKey; value:
     owner[field] = appended.has(field) ? ((owner[field] as string | undefined) ?? '') + (value as string) : value;
     fields.set(ownerId, owner);
   }
-  // Rows written before turns had an inbox lack it.
-  if (fields.size === 0) return { ...row, inbox: row.inbox ?? [] };
+  // Rows written before turns had an inbox and a compaction count lack them.
+  const current = { ...row, inbox: row.inbox ?? [], compactions: row.compactions ?? 0 };
+  if (fields.size === 0) return current;
   const fullPart = (part: PartView): PartView => {
     const found = fields.get(part.id);
     if (!found) return part;
@@ -117,13 +118,12 @@ export function joinTurn(row: TurnView, pieces: Iterable<{ key: PieceKey; value:
   };
   const [user, assistant] = row.messages;
   return {
-    ...row,
-    inbox: row.inbox ?? [],
+    ...current,
     messages: [
       { ...user, parts: user.parts.map(fullPart) },
       { ...assistant, parts: assistant.parts.map(fullPart) },
     ],
-    approvals: row.approvals.map((approval) => {
+    approvals: current.approvals.map((approval) => {
       const found = fields.get(approval.id);
       return found && 'approvalInput' in found ? { ...approval, input: found.approvalInput } : approval;
     }),

@@ -29,6 +29,8 @@ export const serveUsage = `turnloom serve [options]
                       at least ${MIN_MAX_PAYLOAD}, at most the server's max_payload)
   --approval-timeout S  an approval nobody answers expires after S seconds (default: never)
   --lease-timeout S   a worker silent this long loses its turns, which resume on another (default 10)
+  --context-window N  the model's context window in tokens, when its known one is wrong or unknown: a request
+                      estimated over it compacts older turns first (default: the model's, if known)
   --workspace DIR     the folder the local worker's agent works in (default: this folder)
   --no-worker         run the engine alone: turns wait for workers started with \`turnloom worker\`
   --inspect PORT      also serve the live state-chart inspector on http://127.0.0.1:PORT (0 picks a free port);
@@ -76,6 +78,7 @@ export async function serveCommand(args: string[]): Promise<number> {
       'no-worker': { type: 'boolean', default: false },
       workspace: { type: 'string' },
       'lease-timeout': { type: 'string' },
+      'context-window': { type: 'string' },
       inspect: { type: 'string' },
     },
   });
@@ -88,6 +91,7 @@ export async function serveCommand(args: string[]): Promise<number> {
   const maxPayload = integerOption('serve', 'max-payload', values['max-payload'], { min: MIN_MAX_PAYLOAD, unit: 'bytes' });
   const approvalTimeout = positiveOption('serve', 'approval-timeout', values['approval-timeout']);
   const leaseTimeout = positiveOption('serve', 'lease-timeout', values['lease-timeout']);
+  const contextWindow = integerOption('serve', 'context-window', values['context-window'], { min: 1_000, unit: 'tokens' });
   const inspectPort = integerOption('serve', 'inspect', values.inspect, { min: 0, max: 65_535 });
   const token = process.env.TURNLOOM_TOKEN || undefined;
   if (token) registerSecret(token);
@@ -122,6 +126,7 @@ export async function serveCommand(args: string[]): Promise<number> {
       maxPayloadBytes: limit,
       ...(approvalTimeout ? { approvalTimeoutMs: approvalTimeout * 1_000 } : {}),
       ...(leaseTimeout ? { workers: { leaseTimeoutMs: leaseTimeout * 1_000 } } : {}),
+      ...(contextWindow ? { runner: { compaction: { contextWindow } } } : {}),
     });
     if (inspectPort !== undefined) relay = await new InspectorRelay({ bus, prefix, port: inspectPort, ...(token ? { token } : {}) }).start();
   } catch (error) {

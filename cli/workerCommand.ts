@@ -15,7 +15,9 @@ export const workerUsage = `turnloom worker --nats URL --workspace DIR [options]
   --id ID             its worker id (default: made up)
   --prefix P          subject prefix (default turnloom)
   --script FILE       script for the scripted provider; provider keys come from this worker's environment
-  --concurrency N     turns it runs at once (default 64)`;
+  --concurrency N     turns it runs at once (default 64)
+  --context-window N  the model's context window in tokens, when its known one is wrong or unknown: a request
+                      estimated over it compacts older turns first (default: the model's, if known)`;
 
 /** A worker on its own: the engine is reached only through NATS. */
 export async function workerCommand(args: string[]): Promise<number> {
@@ -30,6 +32,7 @@ export async function workerCommand(args: string[]): Promise<number> {
       prefix: { type: 'string', default: 'turnloom' },
       script: { type: 'string' },
       concurrency: { type: 'string' },
+      'context-window': { type: 'string' },
     },
   });
   if (values.help) {
@@ -45,6 +48,7 @@ export async function workerCommand(args: string[]): Promise<number> {
   const prefix = checkPrefix('worker', values.prefix!);
   const inboxPrefix = checkInboxPrefix('worker', values['inbox-prefix']);
   const concurrency = integerOption('worker', 'concurrency', values.concurrency, { min: 1, max: 1_000 });
+  const contextWindow = integerOption('worker', 'context-window', values['context-window'], { min: 1_000, unit: 'tokens' });
   const setup = await providersFromEnvironment(process.env, values.script);
   const nats = natsSettings(values.nats, { user: values['nats-user'], credsFile: values['nats-creds'], env: process.env });
 
@@ -60,6 +64,7 @@ export async function workerCommand(args: string[]): Promise<number> {
       checkpoints: workspace.checkpoints,
       adapterFor: (choice) => setup.providers[choice.name],
       ...(concurrency ? { concurrency } : {}),
+      ...(contextWindow ? { loop: { compaction: { contextWindow } } } : {}),
     }).start();
     console.log(`turnloom worker ${worker.workerId} on ${nats.display}, environment ${worker.environment}, ${workspace.summary}`);
     console.log(`  ${setup.summary}`);

@@ -1,6 +1,6 @@
 import type { PermissionMode, PermissionRule, Permissions } from './permissions.ts';
 import type { CheckpointDiff, CheckpointSide, FileChange } from './checkpoints.ts';
-import type { ToolKind } from './providerAdapter.ts';
+import type { ProviderMessage, ToolKind } from './providerAdapter.ts';
 
 /** What a piece of an assistant message holds. */
 export type PartKind = 'text' | 'reasoning' | 'tool';
@@ -21,6 +21,12 @@ export interface ProviderChoice {
 }
 
 export type ToolOutcome = 'notStarted' | 'unknown';
+
+/** What an activity reports: `hook` is a decision of a worker's extension hook. */
+export type ActivityKind = 'diagnostic' | 'retry' | 'error' | 'repair' | 'info' | 'hook';
+
+/** Whether a thread's context is summarised when it no longer fits (`auto`, the default) or the turn fails (`off`). */
+export type CompactionSetting = 'auto' | 'off';
 
 /** Who confirmed that an interrupted turn stopped. */
 export type InterruptCause = 'provider' | 'deadline' | 'repair' | 'workerLost' | 'engine';
@@ -44,8 +50,8 @@ export type DomainEvent =
       environment: string;
       permissions: Permissions;
     }
-  /** The thread's permission mode, its rules, or both, replaced. */
-  | { type: 'thread.configured'; mode: PermissionMode | null; rules: PermissionRule[] | null }
+  /** The thread's permission mode, its rules, whether it compacts, or some of them, replaced (`null`: unchanged). */
+  | { type: 'thread.configured'; mode: PermissionMode | null; rules: PermissionRule[] | null; compaction?: CompactionSetting | null }
   /** A rule added by an answer (`always`): from now on, such calls run without asking. */
   | { type: 'permission.ruleAdded'; rule: PermissionRule; by: string; approvalId: string | null }
   | { type: 'thread.renamed'; title: string }
@@ -82,6 +88,20 @@ export type DomainEvent =
   /** The worker took inbox input into the step it is about to start: each becomes a user part the model reads in that step. */
   | { type: 'input.claimed'; turnId: string; inputIds: string[]; step: number }
   | { type: 'turn.started'; turnId: string }
+  /**
+   * A worker's hook replaced what the model reads from step `step` on: the
+   * conversation is `messages`, then this turn's answers from that step, then
+   * later turns. Recorded before the step, so the request is still the log's.
+   */
+  | { type: 'context.replaced'; turnId: string; step: number; messages: ProviderMessage[]; by: string; reason: string }
+  /** The context was about to overflow (`window`) or did (`overflow`): older turns are being summarised by a model call. */
+  | { type: 'compaction.started'; turnId: string; step: number; reason: 'window' | 'overflow' }
+  /**
+   * The summary replaces every turn before `keptFromTurnId` (the turns from it
+   * on, this one included, stay verbatim) in what the model reads from step `step` on.
+   */
+  | { type: 'context.compacted'; turnId: string; step: number; summary: string; keptFromTurnId: string; usage: Usage | null }
+  | { type: 'compaction.failed'; turnId: string; reason: string }
   /**
    * A worker holds the turn. `token` is this event's thread sequence: every
    * record the worker sends carries it, and one from an older lease is
@@ -164,7 +184,7 @@ export type DomainEvent =
   | {
       type: 'activity.recorded';
       turnId: string | null;
-      kind: 'diagnostic' | 'retry' | 'error' | 'repair' | 'info';
+      kind: ActivityKind;
       message: string;
       data: Record<string, unknown>;
     }

@@ -1,7 +1,7 @@
-import type { PartKind, ProviderChoice, ToolOutcome, Usage } from './domainEvents.ts';
+import type { CompactionSetting, PartKind, ProviderChoice, ToolOutcome, Usage } from './domainEvents.ts';
 import type { FileChange, TurnCheckpoint } from './checkpoints.ts';
 import type { PermissionMode, Permissions } from './permissions.ts';
-import type { ToolKind } from './providerAdapter.ts';
+import type { ProviderMessage, ToolKind } from './providerAdapter.ts';
 import type { LogCursor } from './logCursor.ts';
 
 /**
@@ -32,6 +32,10 @@ export interface ThreadView {
   openTurnId: string | null;
   /** Turns accepted while another was open, first to start first. */
   queue: QueuedTurnView[];
+  /** Whether the context is summarised when it no longer fits. */
+  compaction: CompactionSetting;
+  /** What the model reads instead of the whole history, since a compaction or a hook replaced it; `null`: the whole history. */
+  context: ContextView | null;
   /** Activities not tied to a turn. */
   activities: ActivityView[];
   /** Why its workspace keeps no checkpoints, once a worker found out. */
@@ -58,6 +62,8 @@ export interface TurnView {
   approvals: ApprovalView[];
   /** Input steered in while it ran, in the order the log accepted it. */
   inbox: InboxItemView[];
+  /** How many times its context was compacted (at most a configured few, then it fails). */
+  compactions: number;
   steps: StepView[];
   activities: ActivityView[];
   usage: Usage;
@@ -77,6 +83,23 @@ export interface TurnView {
   requestedAt: number;
   startedAt: number | null;
   endedAt: number | null;
+}
+
+/**
+ * The conversation from a point on: `base`, then the turn `fromTurnId` from
+ * step `fromStep` on (its user input too when `fromStep` is 0), then every
+ * later turn.
+ */
+export interface ContextView {
+  base: ProviderMessage[];
+  fromTurnId: string;
+  fromStep: number;
+  /** `compaction`, or the hook that replaced it. */
+  by: string;
+  /** The compaction's summary, when it was one. */
+  summary: string | null;
+  /** Where it was replaced: before this step of this turn. */
+  setBefore: { turnId: string; step: number };
 }
 
 export interface QueuedTurnView {

@@ -11,7 +11,9 @@ export type SessionEvent =
   | { type: 'session.started'; providerSessionId: string | null }
   | { type: 'session.failed'; reason: string }
   | { type: 'session.stopRequested'; reason: string }
-  | { type: 'session.stopped' };
+  | { type: 'session.stopped' }
+  | { type: 'compaction.started' }
+  | { type: 'compaction.ended' };
 
 export interface SessionContext {
   threadId: string;
@@ -26,6 +28,8 @@ export const sessionEventDescriptions: Record<SessionEvent['type'], string> = {
   'session.failed': 'The provider session died or could not start; the next turn may start a fresh one.',
   'session.stopRequested': 'A client asked to release the provider session; recorded before the provider is told.',
   'session.stopped': 'The provider confirmed the session is gone.',
+  'compaction.started': 'The running turn’s context no longer fits: older turns are being summarised before it goes on.',
+  'compaction.ended': 'The summary is recorded (or the attempt failed): the turn goes on, or settles.',
 };
 
 export const sessionMachine = setup({
@@ -75,6 +79,16 @@ export const sessionMachine = setup({
     running: {
       description: 'A turn holds the session; another turn.begin is illegal here.',
       on: {
+        'compaction.started': 'compacting',
+        'turn.end': 'ready',
+        'session.stopRequested': 'stopping',
+        'session.failed': { target: 'error', actions: ['recordFailure', 'forgetProviderSession'] },
+      },
+    },
+    compacting: {
+      description: 'The turn holding the session waits while older turns are summarised by a model call; it may still settle (a lost worker, an interrupt).',
+      on: {
+        'compaction.ended': 'running',
         'turn.end': 'ready',
         'session.stopRequested': 'stopping',
         'session.failed': { target: 'error', actions: ['recordFailure', 'forgetProviderSession'] },

@@ -11,6 +11,7 @@ export type TurnEvent =
   | { type: 'turn.started' }
   | { type: 'input.steered' }
   | { type: 'input.claimed'; count: number }
+  | { type: 'context.replaced' }
   | { type: 'step.started'; step: number }
   | { type: 'response.started' }
   | { type: 'part.started'; partId: string }
@@ -32,12 +33,15 @@ export interface TurnContext {
   step: number;
   /** Steered input not yet claimed by a step. */
   waitingInputs: number;
+  /** How often what the model reads was replaced (compactions and hooks). */
+  replacements: number;
 }
 
 export const turnEventDescriptions: Record<TurnEvent['type'], string> = {
   'turn.started': 'A worker picked the turn up; until then it is only an accepted intent.',
   'input.steered': 'A client steered input into the open turn; it waits in the turn’s inbox, and a model call already streaming is not disturbed.',
   'input.claimed': 'The worker took waiting input into the step it is about to start; only between steps, so a step’s request never changes mid-call.',
+  'context.replaced': 'What the model reads from the next step on was replaced (a compaction, or a worker’s hook); only between steps.',
   'step.started': 'One model call begins; opens a step that must be finished before the turn can settle.',
   'response.started': 'The provider began its answer to this step’s call; a second start in the same step is refused.',
   'part.started': 'The model produced its first (or next) piece of output in this step.',
@@ -63,13 +67,14 @@ export const turnMachine = setup({
   },
   actions: {
     countStep: assign({ step: ({ context }) => context.step + 1 }),
+    countReplacement: assign({ replacements: ({ context }) => context.replacements + 1 }),
     noteSteered: assign({ waitingInputs: ({ context }) => context.waitingInputs + 1 }),
     noteClaimed: assign({ waitingInputs: ({ context, event }) => Math.max(0, context.waitingInputs - (event.type === 'input.claimed' ? event.count : 0)) }),
   },
 }).createMachine({
   id: 'turn',
   description: 'From one user input to the complete answer, through a loop of steps.',
-  context: ({ input }) => ({ turnId: input.turnId, step: 0, waitingInputs: 0 }),
+  context: ({ input }) => ({ turnId: input.turnId, step: 0, waitingInputs: 0, replacements: 0 }),
   initial: 'requested',
   states: {
     requested: {
@@ -91,6 +96,7 @@ export const turnMachine = setup({
           on: {
             'step.started': { target: 'requesting', actions: 'countStep' },
             'input.claimed': { actions: 'noteClaimed' },
+            'context.replaced': { actions: 'countReplacement' },
             'turn.completed': '#turn.completed',
             'turn.failed': '#turn.failed',
             'turn.interruptRequested': '#turn.interrupting.stepClosed',

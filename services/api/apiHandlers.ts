@@ -95,6 +95,7 @@ export const apiHandlers: { [M in ApiMethod]: Handler<M> } = {
           owner: principal.name,
           environment: params.environment,
           permissions: { mode: params.mode, rules: params.rules },
+          compaction: params.compaction,
         },
         idOrigin(params),
       );
@@ -111,7 +112,10 @@ export const apiHandlers: { [M in ApiMethod]: Handler<M> } = {
     scope: 'operate',
     handle: async ({ engine, principal }, params) => {
       requireThread(engine, principal, params.threadId);
-      return engine.submit({ type: 'thread.configure', commandId: commandIdOf(params), threadId: params.threadId, mode: params.mode ?? null, rules: params.rules ?? null }, idOrigin(params));
+      return engine.submit(
+        { type: 'thread.configure', commandId: commandIdOf(params), threadId: params.threadId, mode: params.mode ?? null, rules: params.rules ?? null, compaction: params.compaction ?? null },
+        idOrigin(params),
+      );
     },
   },
   'thread.archive': {

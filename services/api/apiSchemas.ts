@@ -15,6 +15,7 @@ const provider = z
   .strict()
   .describe('Which adapter runs the turn; defaults to the server’s provider');
 
+const compactionSetting = z.enum(['auto', 'off']).describe('`off`: a turn whose context no longer fits fails instead of compacting older turns');
 const permissionMode = z.enum(['ask', 'auto-edits', 'full', 'read-only']).describe('`ask`: reads run, edits and commands ask; `auto-edits`: commands ask; `full`: all run; `read-only`: only reads run');
 const rules = z
   .array(
@@ -42,12 +43,13 @@ export const apiParams = {
       environment: id.default('default').describe('Which workers run its turns: those serving this environment'),
       mode: permissionMode.default('ask'),
       rules: rules.default([]),
+      compaction: compactionSetting.default('auto'),
     })
     .strict(),
   'thread.configure': z
-    .object({ commandId, threadId: id, mode: permissionMode.optional(), rules: rules.optional().describe('Replaces the thread’s rules') })
+    .object({ commandId, threadId: id, mode: permissionMode.optional(), rules: rules.optional().describe('Replaces the thread’s rules'), compaction: compactionSetting.optional() })
     .strict()
-    .refine((params) => params.mode !== undefined || params.rules !== undefined, 'give a mode, rules, or both'),
+    .refine((params) => params.mode !== undefined || params.rules !== undefined || params.compaction !== undefined, 'give a mode, rules, compaction, or some of them'),
   'thread.rename': z.object({ commandId, threadId: id, title: z.string().min(1).max(200) }).strict(),
   'thread.archive': z.object({ commandId, threadId: id }).strict(),
   'thread.list': z

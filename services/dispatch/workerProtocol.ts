@@ -11,6 +11,23 @@ const id = z.string().regex(idPattern, 'must be 1-128 letters, digits, "_" or "-
 /** Ids a provider makes up (tool call ids): anything printable, bounded. */
 const foreignId = z.string().min(1).max(512);
 const text = z.string();
+/** A message of a replaced context, as a hook gave it: the same shapes `ProviderMessage` allows, nothing more. */
+const providerMessage = z.union([
+  z.object({ role: z.literal('user'), text }).strict(),
+  z
+    .object({
+      role: z.literal('assistant'),
+      parts: z.array(
+        z.union([
+          z.object({ kind: z.literal('text'), text }).strict(),
+          z.object({ kind: z.literal('reasoning'), text, signature: text.nullable() }).strict(),
+          z.object({ kind: z.literal('toolCall'), callId: z.string().min(1).max(256), name: z.string().min(1).max(256), input: z.unknown() }).strict(),
+        ]),
+      ),
+    })
+    .strict(),
+  z.object({ role: z.literal('tool'), callId: z.string().min(1).max(256), name: z.string().min(1).max(256), output: text, isError: z.boolean() }).strict(),
+]);
 const usage = z.object({ input: z.number().int().min(0), output: z.number().int().min(0), reasoning: z.number().int().min(0), cacheRead: z.number().int().min(0), cacheWrite: z.number().int().min(0) }).strict();
 const turnId = id;
 const partId = id;
@@ -35,7 +52,12 @@ export type WorkerEvent = Extract<
       | 'session.failed'
       | 'activity.recorded'
       | 'turn.started'
+      | 'input.steered'
       | 'input.claimed'
+      | 'context.replaced'
+      | 'compaction.started'
+      | 'context.compacted'
+      | 'compaction.failed'
       | 'step.started'
       | 'response.started'
       | 'response.completed'
@@ -67,12 +89,17 @@ export const workerEventSchema: z.ZodType<WorkerEvent> = z.union([
   event('session.failed', { reason: text }),
   event('activity.recorded', {
     turnId: turnId.nullable(),
-    kind: z.enum(['diagnostic', 'retry', 'error', 'repair', 'info']),
+    kind: z.enum(['diagnostic', 'retry', 'error', 'repair', 'info', 'hook']),
     message: text,
     data: z.record(z.string(), z.unknown()),
   }),
   event('turn.started', { turnId }),
+  event('input.steered', { turnId, inputId: id, text: z.string().min(1) }),
   event('input.claimed', { turnId, inputIds: z.array(id).min(1).max(1_000), step: z.number().int().min(1) }),
+  event('context.replaced', { turnId, step: z.number().int().min(1), messages: z.array(providerMessage).max(100_000), by: z.string().min(1).max(128), reason: text }),
+  event('compaction.started', { turnId, step: z.number().int().min(1), reason: z.enum(['window', 'overflow']) }),
+  event('context.compacted', { turnId, step: z.number().int().min(1), summary: text, keptFromTurnId: id, usage: usage.nullable() }),
+  event('compaction.failed', { turnId, reason: text }),
   event('step.started', { turnId, step: z.number().int().min(1), digest: z.string().max(128).nullable() }),
   event('response.started', { turnId, step: z.number().int().min(1), responseId: z.string().max(512).nullable(), model: z.string().max(512).nullable() }),
   event('response.completed', { turnId, step: z.number().int().min(1), stopReason: z.string().max(64), rawReason: z.string().max(512).nullable() }),

@@ -1,4 +1,4 @@
-import type { DomainEvent, FileChange, PermissionMode, PermissionRule, Permissions, ProviderChoice, Refusal } from '../../domain/index.ts';
+import type { CompactionSetting, DomainEvent, FileChange, PermissionMode, PermissionRule, Permissions, ProviderChoice, Refusal } from '../../domain/index.ts';
 
 export type { Refusal };
 import type { TurnOutcome } from './settleTurn.ts';
@@ -22,8 +22,10 @@ export type ClientCommand =
       environment?: string;
       /** What its agent may do without asking (default: mode `ask`, no rules). */
       permissions?: Permissions;
+      /** Whether its context is compacted when it no longer fits (default `auto`). */
+      compaction?: CompactionSetting;
     }
-  | { type: 'thread.configure'; commandId: string; threadId: string; mode: PermissionMode | null; rules: PermissionRule[] | null }
+  | { type: 'thread.configure'; commandId: string; threadId: string; mode: PermissionMode | null; rules: PermissionRule[] | null; compaction?: CompactionSetting | null }
   | { type: 'thread.rename'; commandId: string; threadId: string; title: string }
   | { type: 'thread.archive'; commandId: string; threadId: string }
   | {

@@ -26,8 +26,8 @@ function requireOpenTurn(draft: ThreadDraft, turnId: string, event: string): voi
   if (draft.view.openTurnId !== turnId) throw new IllegalTransition('turn', draft.view.turns[turnId]?.state ?? 'absent', event, turnId);
 }
 
-/** Lease events are the engine's to write, and steered input is a client's: a worker never records them. */
-const engineOnly = new Set<DomainEvent['type']>(['turn.leased', 'turn.leaseLost', 'input.steered']);
+/** Lease events are the engine's to write: a worker never records its own. */
+const engineOnly = new Set<DomainEvent['type']>(['turn.leased', 'turn.leaseLost']);
 
 /**
  * What a worker may write: the events of its own turn, what it learns of the
@@ -99,6 +99,8 @@ function expireLease(draft: ThreadDraft, command: Extract<Command, { type: 'turn
   if (turn().lease?.token !== token) throw conflict(`lease ${token} on turn ${turnId} was already released`, { turnId, token });
   const workerId = turn().lease!.workerId;
   draft.emit({ type: 'turn.leaseLost', turnId, workerId, token, reason });
+  // A compaction the lost worker was making will never end: the session takes turns again.
+  if (draft.view.session.state === 'compacting') draft.emit({ type: 'compaction.failed', turnId, reason: `worker ${workerId} was lost while compacting: ${reason}` });
   if (turn().state.startsWith('interrupting')) {
     settleOpenTurn(draft, turnId, { kind: 'interrupted', cause: 'workerLost', reason });
   } else if (turn().leases > command.maxResumes) {
@@ -132,10 +134,11 @@ function decideCommand(command: Command, draft: ThreadDraft): Refusal[] {
         environment: command.environment ?? DEFAULT_ENVIRONMENT,
         permissions: command.permissions ?? defaultPermissions(),
       });
+      if (command.compaction === 'off') draft.emit({ type: 'thread.configured', mode: null, rules: null, compaction: 'off' });
       return [];
     case 'thread.configure':
       requireActive(draft);
-      draft.emit({ type: 'thread.configured', mode: command.mode, rules: command.rules });
+      draft.emit({ type: 'thread.configured', mode: command.mode, rules: command.rules, ...(command.compaction ? { compaction: command.compaction } : {}) });
       return [];
     case 'thread.rename':
       requireActive(draft);

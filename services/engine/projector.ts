@@ -1,4 +1,4 @@
-import { DEFAULT_ENVIRONMENT, type ApprovalView, defaultPermissions, type DomainEvent, type PartView, type ThreadView, type TurnView, addUsage, childId, emptyCursor, waitingInput, zeroUsage } from '../../domain/index.ts';
+import { DEFAULT_ENVIRONMENT, type ApprovalView, type ContextView, type ProviderMessage, defaultPermissions, type DomainEvent, type PartView, type ThreadView, type TurnView, addUsage, childId, emptyCursor, waitingInput, zeroUsage } from '../../domain/index.ts';
 import { approvalMachine, partMachine, sessionMachine, turnMachine } from '../../machines/index.ts';
 import type { AnyStateMachine, StateValue } from 'xstate';
 import { stateName } from '../strictSend.ts';
@@ -30,6 +30,8 @@ export function emptyThreadView(threadId: string, at: number): ThreadView {
     turns: {},
     openTurnId: null,
     queue: [],
+    compaction: 'auto',
+    context: null,
     activities: [],
     checkpointsOff: null,
     reverts: [],
@@ -55,6 +57,7 @@ function newTurn(event: Extract<DomainEvent, { type: 'turn.requested' }>, at: nu
     ],
     approvals: [],
     inbox: [],
+    compactions: 0,
     steps: [],
     activities: [],
     usage: zeroUsage(),
@@ -147,7 +150,7 @@ function advanceStates(view: ThreadView, deliveries: Delivery[], given: SteppedS
       case 'turn':
         next = mapTurn(next, delivery.id, (turn) => ({
           ...turn,
-          state: step(turnMachine, { state: turn.state, context: { turnId: turn.id, step: turn.steps.length, waitingInputs: waitingInput(turn).length } }).state,
+          state: step(turnMachine, { state: turn.state, context: { turnId: turn.id, step: turn.steps.length, waitingInputs: waitingInput(turn).length, replacements: 0 } }).state,
         }));
         break;
       case 'part':
@@ -170,6 +173,9 @@ function advanceStates(view: ThreadView, deliveries: Delivery[], given: SteppedS
   }
   return next;
 }
+
+/** How the model reads a compaction's summary in place of the turns it replaced. */
+export const summaryMessage = (summary: string): ProviderMessage => ({ role: 'user', text: `Summary of the earlier conversation (older turns were compacted):\n${summary}` });
 
 /** Claimed input becomes part of the user's message, tagged with the step whose request first carries it. */
 function claimInputs(turn: TurnView, inputIds: readonly string[], step: number): TurnView {
@@ -197,7 +203,7 @@ function applyContent(view: ThreadView, event: DomainEvent, at: number, seq: num
     case 'thread.created':
       return { ...view, title: event.title, workspace: event.workspace, owner: event.owner, environment: event.environment, permissions: event.permissions, createdAt: at };
     case 'thread.configured':
-      return { ...view, permissions: { mode: event.mode ?? view.permissions.mode, rules: event.rules ?? view.permissions.rules } };
+      return { ...view, permissions: { mode: event.mode ?? view.permissions.mode, rules: event.rules ?? view.permissions.rules }, compaction: event.compaction ?? view.compaction };
     case 'permission.ruleAdded':
       return { ...view, permissions: { ...view.permissions, rules: [...view.permissions.rules, event.rule] } };
     case 'thread.renamed':
@@ -220,6 +226,22 @@ function applyContent(view: ThreadView, event: DomainEvent, at: number, seq: num
       return mapTurn(view, event.turnId, (turn) => ({ ...turn, inbox: [...turn.inbox, { id: event.inputId, text: event.text, at, claimedInStep: null }] }));
     case 'input.claimed':
       return mapTurn(view, event.turnId, (turn) => claimInputs(turn, event.inputIds, event.step));
+    case 'context.replaced':
+      return { ...view, context: { base: event.messages, fromTurnId: event.turnId, fromStep: event.step, by: event.by, summary: null, setBefore: { turnId: event.turnId, step: event.step } } };
+    case 'compaction.started':
+    case 'compaction.failed':
+      return view;
+    case 'context.compacted': {
+      const summarised: ContextView = {
+        base: [summaryMessage(event.summary)],
+        fromTurnId: event.keptFromTurnId,
+        fromStep: 0,
+        by: 'compaction',
+        summary: event.summary,
+        setBefore: { turnId: event.turnId, step: event.step },
+      };
+      return mapTurn({ ...view, context: summarised }, event.turnId, (turn) => ({ ...turn, compactions: turn.compactions + 1 }));
+    }
     case 'turn.started':
       return mapTurn(view, event.turnId, (turn) => ({ ...turn, startedAt: turn.startedAt ?? at }));
     case 'turn.leased':

@@ -41,6 +41,14 @@ export function routeEvent(event: DomainEvent): Delivery[] {
       return [turn(event.turnId, { type: 'input.steered' })];
     case 'input.claimed':
       return [turn(event.turnId, { type: 'input.claimed', count: event.inputIds.length })];
+    case 'context.replaced':
+      return [turn(event.turnId, { type: 'context.replaced' })];
+    case 'compaction.started':
+      return [session({ type: 'compaction.started' })];
+    case 'context.compacted':
+      return [session({ type: 'compaction.ended' }), turn(event.turnId, { type: 'context.replaced' })];
+    case 'compaction.failed':
+      return [session({ type: 'compaction.ended' })];
     case 'session.started':
     case 'session.failed':
     case 'session.stopRequested':

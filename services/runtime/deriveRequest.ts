@@ -20,22 +20,29 @@ function toolResult(part: PartView): ProviderMessage | null {
  * The conversation as the model must see it, derived only from the thread's
  * durable log (through its fold): every turn's user message, then each
  * step's answer and its tool results, with input steered into the turn
- * before the step that claimed it. Steps that failed (an attempt that was
+ * before the step that claimed it. Since a compaction (or a hook) replaced
+ * the context, what came before its point is read as the replacement. Steps that failed (an attempt that was
  * retried) and turns a revert undid are kept in the log but are not part of
  * the conversation.
  */
 export function deriveMessages(view: ThreadView): ProviderMessage[] {
-  const messages: ProviderMessage[] = [];
-  for (const turnId of view.turnIds) {
+  const context = view.context;
+  const messages: ProviderMessage[] = context ? [...context.base] : [];
+  const first = context ? view.turnIds.indexOf(context.fromTurnId) : 0;
+  for (const turnId of view.turnIds.slice(Math.max(0, first))) {
     const turn = view.turns[turnId]!;
     if (turn.revertedAt !== null) continue;
-    const [input, ...steered] = turn.messages[0].parts;
-    messages.push({ role: 'user', text: input?.text ?? '' });
+    // The context's base already holds what its first turn said before `fromStep`.
+    const from = context && turnId === context.fromTurnId ? context.fromStep : 0;
+    const [input, ...claimed] = turn.messages[0].parts;
+    if (from === 0) messages.push({ role: 'user', text: input?.text ?? '' });
+    const steered = claimed.filter((part) => part.step > from);
     // Input steered in mid-turn is read where it was claimed: before the answer of the step that first carried it.
     const steeredUpTo = (step: number) => {
       while (steered.length > 0 && steered[0]!.step <= step) messages.push({ role: 'user', text: steered.shift()!.text });
     };
     for (const step of turn.steps) {
+      if (step.step < from) continue;
       steeredUpTo(step.step);
       if (step.outcome === 'error' || step.outcome === null) continue;
       const parts = turn.messages[1].parts.filter((part) => part.step === step.step);

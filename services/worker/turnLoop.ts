@@ -30,10 +30,13 @@ import {
   retryActivity,
   toolOutcomeEvent,
 } from '../engine/turnRules.ts';
-import { deriveMessages, requestDigest, systemPrompt } from '../runtime/deriveRequest.ts';
+import { requestDigest } from '../runtime/deriveRequest.ts';
 import { type RetryPolicy, retryDelay } from '../runtime/retryPolicy.ts';
 import { type LiveDelta, StepIngestion } from '../runtime/stepIngestion.ts';
+import type { CompactionOptions } from './compaction.ts';
 import type { Outbox } from './outbox.ts';
+import { prepareRequest, reachWritten, retryAfterError, turnStopping } from './stepHooks.ts';
+import type { TurnHooks } from './turnHooks.ts';
 import { turnTools } from './turnTools.ts';
 
 export interface TurnLoopOptions {
@@ -52,12 +55,8 @@ export interface TurnLoopOptions {
   flushMs: number;
   maxBufferChars: number;
   random: () => number;
-  /**
-   * Sees (and may replace) each request before it is sent, like a middleware.
-   * Whatever it returns is checked against the log: it may change the model,
-   * tools or system prompt, never the conversation.
-   */
-  interceptRequest?: (request: ProviderRequest) => ProviderRequest;
+  /** When and how the context is compacted (see `compaction.ts`). */
+  compaction: CompactionOptions;
 }
 
 /** A workspace's checkpoints, or why it keeps none (it is not a git repository). */
@@ -79,6 +78,8 @@ export interface TurnWork {
   /** Where the work tree is captured before the turn's first change and after it; `off` says why it is not. */
   checkpoints: CheckpointSetting | undefined;
   live: (delta: LiveDelta) => void;
+  /** The worker's extension hooks, compaction first. */
+  hooks: TurnHooks;
   /** Aborted with a `StopReason`. */
   signal: AbortSignal;
   options: TurnLoopOptions;
@@ -120,13 +121,13 @@ export async function runTurn(work: TurnWork): Promise<void> {
     if (turn().state === 'requested') await open(work, adapter);
     const tools = turnTools(adapter.tools, work.tools);
     let attempt = 1;
+    let hookRetries = 0;
     let answered = turn().steps.filter((step) => step.outcome === 'toolCalls').length;
     for (let step = turn().steps.length + 1; ; step++) {
       if (signal.aborted) throw signal.reason;
       await reachWritten(work);
       await claimWaitingInput(work, step);
-      const derived: ProviderRequest = { model: turn().provider.model, system: systemPrompt(view()), messages: deriveMessages(view()), tools: tools.specs() };
-      const request = options.interceptRequest?.(derived) ?? derived;
+      const request = await prepareRequest(work, adapter, tools.specs(), step);
       // The engine checks the digest against its own log before anything is sent.
       await outbox.record([{ type: 'step.started', turnId, step, digest: requestDigest(request.messages) }]);
       const ingestion = new StepIngestion({ turnId, step, live: work.live, flushMs: options.flushMs, maxBufferChars: options.maxBufferChars });
@@ -137,6 +138,11 @@ export async function runTurn(work: TurnWork): Promise<void> {
         await reachWritten(work);
         const attemptParts = turn().messages[1].parts.filter((part) => ingestion.partIds().includes(part.id));
         outbox.push(closeFailedStep(turnId, step, ingestion.usage, error.info, attemptParts));
+        // A hook's retry (after compacting, say) is not a backoff retry; its own budget keeps a hook that always asks from looping.
+        if (hookRetries < MAX_HOOK_RETRIES && (await retryAfterError(work, adapter, step, error.info, attempt))) {
+          hookRetries += 1;
+          continue;
+        }
         const delay = retryDelay(error.info, attempt, options.retry, options.random);
         if (delay === null) throw error;
         outbox.push([retryActivity(turnId, error.info, attempt, options.retry.maxAttempts, delay)]);
@@ -147,8 +153,8 @@ export async function runTurn(work: TurnWork): Promise<void> {
       attempt = 1;
       const answer: StepAnswer = { step, usage: ingestion.usage, stopReason: ingestion.stopReason, rawReason: ingestion.rawReason, toolCalls: ingestion.toolCalls };
       if (answer.toolCalls.length === 0) {
-        // The model stopped, but input was steered in meanwhile: it gets another step, which claims it.
-        await reachWritten(work);
+        // The model stopped: listeners may steer input in, and while input waits the turn gets another step, which claims it.
+        await turnStopping(work, adapter, step);
         if (waitingInput(turn()).length > 0) {
           await outbox.record([closeStep(turnId, answer, 'stop')]);
           if (++answered >= options.maxSteps) throw stepLimit(options.maxSteps);
@@ -194,6 +200,9 @@ export async function runTurn(work: TurnWork): Promise<void> {
   }
 }
 
+/** Retries `requestError` hooks may ask for in one turn. */
+const MAX_HOOK_RETRIES = 10;
+
 const stepLimit = (maxSteps: number) => new TurnloomError('unavailable', `the turn reached its limit of ${maxSteps} model calls`);
 
 /**
@@ -223,11 +232,6 @@ async function open(work: TurnWork, adapter: ProviderAdapter): Promise<void> {
   await work.outbox.record([...opening, { type: 'turn.started', turnId: work.turnId }]);
 }
 
-/** Waits until everything written so far is durable and back in the fold, so what is read next is what the log says. */
-async function reachWritten(work: TurnWork): Promise<void> {
-  await work.outbox.flushed();
-  await work.fold.reach(work.outbox.lastSeq);
-}
 
 /** One model call: canonical events in, domain events written as they become due; a silent stream is a dropped connection. */
 async function streamStep(work: TurnWork, adapter: ProviderAdapter, request: ProviderRequest, ingestion: StepIngestion): Promise<void> {

@@ -11,7 +11,9 @@ import { defaultRetryPolicy } from '../runtime/retryPolicy.ts';
 import { LeasedThread } from './leasedThread.ts';
 import { LiveBatcher } from './liveBatcher.ts';
 import { Outbox, type OutboxBounds } from './outbox.ts';
+import { compactionHooks } from './compaction.ts';
 import { type CheckpointSetting, type StopReason, type TurnLoopOptions, runTurn } from './turnLoop.ts';
+import { type TurnHooks, combineHooks } from './turnHooks.ts';
 import { WorkerLink, isTransient } from './workerLink.ts';
 
 export interface WorkerOptions {
@@ -30,7 +32,9 @@ export interface WorkerOptions {
   adapterFor: (choice: ProviderChoice) => ProviderAdapter | undefined;
   /** Turns it runs at once (default 64: a turn mostly waits on its provider). */
   concurrency?: number;
-  loop?: Partial<Omit<TurnLoopOptions, 'retry'>> & { retry?: Partial<TurnLoopOptions['retry']> };
+  loop?: Partial<Omit<TurnLoopOptions, 'retry' | 'compaction'>> & { retry?: Partial<TurnLoopOptions['retry']>; compaction?: Partial<TurnLoopOptions['compaction']> };
+  /** Extension hooks run in every turn's step loop, after the built-in compaction (see `turnHooks.ts`). */
+  hooks?: TurnHooks;
   /** How much may pile up while the engine is away before a turn gives up (default 10,000 events, 16 MiB). */
   outbox?: Partial<OutboxBounds>;
   /** How long to keep trying to deliver a turn's last writes when stopping with the engine away (default 5 s). */
@@ -66,6 +70,7 @@ export class Worker {
   private readonly runs = new Map<string, Run>();
   private readonly closing = new AbortController();
   private readonly loop: TurnLoopOptions;
+  private readonly hooks: TurnHooks;
   private readonly bounds: OutboxBounds;
   private heartbeatMs = 2_000;
   private heartbeat: NodeJS.Timeout | undefined;
@@ -80,7 +85,7 @@ export class Worker {
     this.link = new WorkerLink(this.bus, this.subjects);
     this.workerId = options.workerId ?? `w-${randomUUID().slice(0, 8)}`;
     this.environment = options.environment ?? DEFAULT_ENVIRONMENT;
-    const { retry, ...loop } = options.loop ?? {};
+    const { retry, compaction, ...loop } = options.loop ?? {};
     this.loop = {
       idleTimeoutMs: 60_000,
       maxSteps: 50,
@@ -91,7 +96,9 @@ export class Worker {
       random: Math.random,
       ...loop,
       retry: { ...defaultRetryPolicy, ...retry },
+      compaction: { contextWindow: null, maxPerTurn: 2, keepRecentTurns: 1, ...compaction },
     };
+    this.hooks = combineHooks(compactionHooks(this.loop.compaction), options.hooks);
     this.bounds = { maxEvents: 10_000, maxBytes: 16 * 1024 * 1024, ...options.outbox };
   }
 
@@ -228,6 +235,7 @@ export class Worker {
         tools: this.options.tools,
         checkpoints: this.options.checkpoints,
         live: (delta) => live.add(delta),
+        hooks: this.hooks,
         signal,
         options: this.loop,
       });

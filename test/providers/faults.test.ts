@@ -102,15 +102,14 @@ describe('provider faults end in the right state after the right number of attem
     expect(turn.error).toMatch(/^authentication:/);
   });
 
-  it('a full context is not retried but handed on for compaction: 1 attempt, failed', async () => {
+  it('a full context is not retried but handed on for compaction, which has nothing older than a first turn to summarise: 1 attempt, failed', async () => {
     const { turn, requests } = await runTurn('openai-chat', [
       { kind: 'status', status: 400, body: { error: { message: "This model's maximum context length is 128000 tokens.", type: 'invalid_request_error', code: 'context_length_exceeded' } } },
     ]);
     expect(turn.state).toBe('failed');
     expect(requests).toBe(1);
-    const error = turn.activities.find((activity) => activity.kind === 'error')!;
-    expect(error.message).toContain('compaction is needed');
-    expect(error.data.error).toMatchObject({ kind: 'contextOverflow', status: 400 });
+    expect(turn.steps.map((step) => step.error)).toEqual([expect.stringMatching(/^contextOverflow: This model's maximum context length/)]);
+    expect(turn.error).toBe('the context window overflowed, and there is nothing older than this turn to compact');
   });
 
   it('caps the attempts: a provider that is always rate limited fails after the last one', async () => {

@@ -307,8 +307,8 @@ describe('engine: turns always close, whatever order things happen in', () => {
     await fx.engine.submit(record('th1', 't1', [t.sessionStarted(), t.started(), t.step(1)]));
     await fx.engine.submit({ ...startTurn('th1', 'in-1', 'and check the logs'), whileRunning: 'steer' });
     await fx.engine.submit({ ...startTurn('th1', 'in-2', 'and the metrics'), whileRunning: 'steer' });
-    // A worker may not steer on a client's behalf.
-    expect((await rejection(fx.engine.submit(record('th1', 't1', [{ type: 'input.steered', turnId: 't1', inputId: 'x', text: 'sneaky' }])))).code).toBe('invalid_payload');
+    // A worker may not queue turns on a client's behalf.
+    expect((await rejection(fx.engine.submit(record('th1', 't1', [{ type: 'turn.queued', queuedTurnId: 'x', input: { text: 'sneaky' }, provider: { name: 'scripted', model: null }, mode: null, place: 'back' }])))).code).toBe('invalid_payload');
     // Claiming mid-step is refused by the turn machine: a step's request never changes while it runs.
     const early = await fx.engine.submit(record('th1', 't1', [{ type: 'input.claimed', turnId: 't1', inputIds: ['in-1'], step: 1 }]));
     expect(early.refused).toEqual([{ index: 0, event: 'input.claimed', machine: 'turn', state: 'running.requesting' }]);

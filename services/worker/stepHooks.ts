@@ -1,0 +1,87 @@
+import { randomUUID } from 'node:crypto';
+import type { DomainEvent, ProviderAdapter, ProviderErrorInfo, ProviderRequest, ToolSpec } from '../../domain/index.ts';
+import { deriveMessages, systemPrompt } from '../runtime/deriveRequest.ts';
+import { compactContext } from './compaction.ts';
+import type { TurnWork } from './turnLoop.ts';
+import { type HookContext, TurnRejected, runHook } from './turnHooks.ts';
+
+const hookActivity = (turnId: string, name: string, message: string, data: Record<string, unknown>): DomainEvent => ({
+  type: 'activity.recorded',
+  turnId,
+  kind: 'hook',
+  message: `hook ${name} ${message}`,
+  data: { hook: name, ...data },
+});
+
+/** Waits until everything written so far is durable and back in the fold, so what is read next is what the log says. */
+export async function reachWritten(work: TurnWork): Promise<void> {
+  await work.outbox.flushed();
+  await work.fold.reach(work.outbox.lastSeq);
+}
+
+function contextOf(work: TurnWork, adapter: ProviderAdapter, step: number): () => HookContext {
+  return () => ({
+    threadId: work.threadId,
+    turnId: work.turnId,
+    step,
+    view: work.fold.context.view!,
+    signal: work.signal,
+    compact: (reason) => compactContext(work, adapter, step, reason, work.options.compaction),
+  });
+}
+
+/**
+ * The request of step `step`: the `preStep` waterfall first (a hook may
+ * refuse the turn, or replace what the model reads, which is recorded and
+ * read back from the log), then the conversation the log derives, then the
+ * `request` waterfall (model, parameters, tools; each change noted).
+ */
+export async function prepareRequest(work: TurnWork, adapter: ProviderAdapter, tools: ToolSpec[], step: number): Promise<ProviderRequest> {
+  const { turnId, outbox, hooks } = work;
+  const context = contextOf(work, adapter, step);
+  const view = () => work.fold.context.view!;
+  for (const hook of hooks.preStep ?? []) {
+    const decision = await runHook('preStep', hook, () => hook.run(context(), deriveMessages(view())));
+    if (!decision) continue;
+    if ('reject' in decision) {
+      await outbox.record([hookActivity(turnId, hook.name, `rejected the turn: ${decision.reject}`, { decision: 'reject', reason: decision.reject })]);
+      throw new TurnRejected(hook.name, decision.reject);
+    }
+    await outbox.record([{ type: 'context.replaced', turnId, step, messages: decision.replace, by: hook.name, reason: decision.reason }]);
+    await reachWritten(work);
+  }
+  let request: ProviderRequest = { model: view().turns[turnId]!.provider.model, system: systemPrompt(view()), messages: deriveMessages(view()), tools };
+  for (const hook of hooks.request ?? []) {
+    const changed = await runHook('request', hook, () => hook.run(context(), request));
+    if (!changed || changed === request) continue;
+    await outbox.record([
+      hookActivity(turnId, hook.name, 'changed the request', { model: changed.model, tools: changed.tools.map((tool) => tool.name), systemChanged: changed.system !== request.system }),
+    ]);
+    request = changed;
+  }
+  return request;
+}
+
+/** The `requestError` waterfall after a failed model call: `true` when a hook asked to run the step again now. */
+export async function retryAfterError(work: TurnWork, adapter: ProviderAdapter, step: number, error: ProviderErrorInfo, attempt: number): Promise<boolean> {
+  const context = contextOf(work, adapter, step);
+  for (const hook of work.hooks.requestError ?? []) {
+    await reachWritten(work);
+    if ((await runHook('requestError', hook, () => hook.run(context(), error, attempt))) !== 'retry') continue;
+    await work.outbox.record([hookActivity(work.turnId, hook.name, `asked to retry after ${error.kind}`, { decision: 'retry', error: error.kind, attempt })]);
+    return true;
+  }
+  return false;
+}
+
+/** The `turnStopping` listeners, one after another; each may steer input in, which the inbox then decides on. */
+export async function turnStopping(work: TurnWork, adapter: ProviderAdapter, step: number): Promise<void> {
+  const context = contextOf(work, adapter, step);
+  for (const hook of work.hooks.turnStopping ?? []) {
+    const steer = async (text: string) => {
+      await work.outbox.record([{ type: 'input.steered', turnId: work.turnId, inputId: `hook-${randomUUID()}`, text }, hookActivity(work.turnId, hook.name, 'steered input in', { decision: 'steer' })]);
+    };
+    await runHook('turnStopping', hook, () => hook.run({ ...context(), steer }));
+  }
+  await reachWritten(work);
+}
