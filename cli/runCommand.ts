@@ -16,6 +16,8 @@ export const runUsage = `turnloom run "<prompt>" [options]   one turn on the wor
   --thread ID         continue this thread (needs the --data it was run with)
   --script FILE       script for the scripted provider (see docs/providers.md)
   --json              print { threadId, status, text, toolCalls, approvals, checkpoint, usage } and nothing else
+  In a terminal, a line typed while the turn runs is steered into it (the model reads it at its next step);
+  start the line with /queue to run it as the next turn instead. The report is of the last turn that ran.
   Keys: OPENAI_API_KEY (+ OPENAI_BASE_URL for any OpenAI-compatible server), ANTHROPIC_API_KEY.`;
 
 const policies: readonly ApprovalPolicy[] = ['ask', 'auto', 'deny'];

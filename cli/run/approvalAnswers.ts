@@ -16,8 +16,13 @@ export interface LineSource {
   close(): void;
 }
 
-/** Reads answers from a stream (a terminal, or a pipe a script writes to); lines typed ahead wait their turn. */
-export function lineSource(input: NodeJS.ReadableStream, output: NodeJS.WritableStream, onInterrupt: () => void): LineSource {
+/**
+ * Reads answers from a stream (a terminal, or a pipe a script writes to).
+ * From a pipe, lines typed ahead wait for the next question. In a terminal a
+ * person types while the turn runs, so a line typed when nothing was asked
+ * goes to `onUnasked` (a prompt for the turn) when given.
+ */
+export function lineSource(input: NodeJS.ReadableStream, output: NodeJS.WritableStream, onInterrupt: () => void, onUnasked?: (line: string) => void): LineSource {
   const terminal = (input as { isTTY?: boolean }).isTTY === true;
   const lines = createInterface({ input, output, terminal });
   const typed: string[] = [];
@@ -26,6 +31,7 @@ export function lineSource(input: NodeJS.ReadableStream, output: NodeJS.Writable
   lines.on('line', (line) => {
     const next = waiting.shift();
     if (next) next(line);
+    else if (terminal && onUnasked) onUnasked(line);
     else typed.push(line);
   });
   lines.on('close', () => {

@@ -79,12 +79,35 @@ export async function runEmbedded(request: RunRequest): Promise<RunReport> {
     const watch = await client.watchThread(threadId, { via: 'subjects' });
     const view = request.view ? new TerminalView(request.view.out, request.view.tty) : null;
     const say = (line: string) => (view ? view.line(line) : request.prompts.write(`${line}\n`));
-    const { turnId } = await client.call('turn.start', {
+    const { turnId: firstTurnId } = await client.call('turn.start', {
       threadId,
       input: { text: request.prompt },
       provider: request.provider,
       ...(request.mode && request.threadId ? { mode: request.mode } : {}),
     });
+    let turnId = firstTurnId;
+
+    // A person at a terminal may type while the turn runs: steered into it, or queued after it with /queue.
+    const followUps: string[] = [];
+    const sends = new Set<Promise<void>>();
+    const prompt = (line: string) => {
+      const queued = line.trim().startsWith('/queue ');
+      const text = queued ? line.trim().slice('/queue '.length).trim() : line.trim();
+      if (text === '') return;
+      const sent = client
+        .call('turn.start', { threadId, input: { text }, provider: request.provider, whileRunning: queued ? 'queue' : 'steer' })
+        .then((answer) => {
+          // Typed just as the turn settled, it starts a turn of its own: followed like a queued one.
+          if (answer.inbox !== 'steered') followUps.push(answer.turnId);
+          say(answer.inbox === 'steered' ? `↳ steered into this turn: ${text}` : `⧗ queued: ${text} (runs after this turn)`);
+        })
+        .catch((error: unknown) => {
+          say(`could not send that: ${(error as Error).message}`);
+        })
+        .finally(() => sends.delete(sent));
+      sends.add(sent);
+    };
+    const typing = view !== null && request.view!.tty && (request.input as { isTTY?: boolean }).isTTY === true;
 
     let interrupts = 0;
     const interrupt = () => {
@@ -98,9 +121,13 @@ export async function runEmbedded(request: RunRequest): Promise<RunReport> {
       client.call('turn.interrupt', { threadId, turnId, reason: 'interrupted with Ctrl-C' }).catch((error: unknown) => say(`could not interrupt: ${(error as Error).message}`));
     };
     process.on('SIGINT', interrupt);
-    const readLines = () => (lines ??= lineSource(request.input, request.prompts, interrupt));
+    const readLines = () => (lines ??= lineSource(request.input, request.prompts, interrupt, typing ? prompt : undefined));
+    if (typing) {
+      readLines();
+      say('  (type to steer this turn as it runs; start a line with /queue to run it after)');
+    }
     try {
-      const turn = await follow(watch, turnId, new TurnProgress(), view, async (approval) => {
+      const answerOne = async (approval: TurnView['approvals'][number]) => {
         // Once interrupted, the approvals are cancelled with the turn: nothing is left to answer or say.
         if (interrupts > 0) return;
         const answer = await answerApproval(request.policy, approval, readLines, (line) => {
@@ -108,7 +135,16 @@ export async function runEmbedded(request: RunRequest): Promise<RunReport> {
         });
         if (interrupts > 0) return;
         await client.call('approval.respond', { threadId, approvalId: approval.id, decision: answer.decision, note: answer.note });
-      });
+      };
+      let turn = await follow(watch, turnId, new TurnProgress(), view, answerOne);
+      // Queued prompts run one after another once this turn settled, unless it was interrupted.
+      for (;;) {
+        await Promise.all([...sends]);
+        const next = followUps.shift();
+        if (next === undefined || interrupts > 0) break;
+        turnId = next;
+        turn = await follow(watch, turnId, new TurnProgress(), view, answerOne);
+      }
       view?.close();
       await watch.settled();
       const report = reportOf(threadId, turn, watch.context.seq);
