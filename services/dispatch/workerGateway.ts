@@ -63,6 +63,7 @@ export class WorkerGateway {
   private subscription: BusSubscription | undefined;
   private unsubscribe: (() => void) | undefined;
   private ticker: NodeJS.Timeout | undefined;
+  private scan: Promise<void> | undefined;
   private ticking = false;
 
   constructor(
@@ -80,12 +81,17 @@ export class WorkerGateway {
 
   /** Starts serving workers; leases found open get a full timeout to be renewed (their workers may have outlived a restart). */
   async start(): Promise<this> {
-    const now = this.options.now();
-    for (const { threadId, turnId } of this.engine.listOpenTurns()) {
-      const lease = this.engine.readTurn(threadId, turnId)?.lease;
-      if (lease) this.leases.set(leaseKey(threadId, turnId), { threadId, turnId, workerId: lease.workerId, token: lease.token, expiresAt: now + this.options.leaseTimeoutMs });
-    }
     this.unsubscribe = this.engine.onCommitted((events) => this.react(events));
+    const now = this.options.now();
+    this.scan = this.engine
+      .forEachOpenTurn((threadId, turn) => {
+        const lease = turn.lease;
+        // A lease a commit already told us about (renewed, lost, new) is newer than the row we read.
+        if (lease && !this.leases.has(leaseKey(threadId, turn.id))) {
+          this.leases.set(leaseKey(threadId, turn.id), { threadId, turnId: turn.id, workerId: lease.workerId, token: lease.token, expiresAt: now + this.options.leaseTimeoutMs });
+        }
+      })
+      .catch((error: unknown) => console.error('turnloom workers: could not read the open turns', error));
     this.subscription = this.bus.subscribe(this.subjects.workerAll, (message) => this.inflight.track(this.handle(message)), { queue: WORKER_QUEUE_GROUP });
     this.ticker = setInterval(() => this.tick(), Math.min(1_000, this.options.heartbeatMs));
     this.ticker.unref();
@@ -342,6 +348,7 @@ export class WorkerGateway {
     this.subscription?.unsubscribe();
     this.unsubscribe?.();
     clearInterval(this.ticker);
+    await this.scan;
     await this.inflight.settled();
   }
 }

@@ -349,6 +349,21 @@ export class Engine {
     return this.store.openTurns();
   }
 
+  /**
+   * Each open turn's row, a batch at a time with other work let in between:
+   * what services read on start (after a crash, every open turn) must not
+   * hold back the first answers.
+   */
+  async forEachOpenTurn(visit: (threadId: string, turn: TurnView) => void): Promise<void> {
+    let visited = 0;
+    for (const { threadId, turnId } of this.store.openTurns()) {
+      if (this.closed) return;
+      const turn = this.readTurn(threadId, turnId);
+      if (turn) visit(threadId, turn);
+      if (++visited % 5 === 0) await new Promise<void>((resolve) => setImmediate(resolve));
+    }
+  }
+
   /** State names of a loaded thread's live actors (undefined when passivated). */
   liveStates(threadId: string): Record<string, unknown> | undefined {
     return this.loaded.get(threadId)?.actors.states();

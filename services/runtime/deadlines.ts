@@ -19,6 +19,7 @@ export interface DeadlineOptions {
 export class Deadlines {
   private readonly timers = new Map<string, NodeJS.Timeout>();
   private unsubscribe: (() => void) | undefined;
+  private stopped = false;
 
   constructor(
     private readonly engine: Engine,
@@ -36,11 +37,13 @@ export class Deadlines {
         }
       }
     });
-    for (const { threadId, turnId } of this.engine.listOpenTurns()) {
-      const turn = this.engine.readTurn(threadId, turnId);
-      if (turn?.state.startsWith('interrupting')) this.armInterrupt(threadId, turnId, this.options.interruptMs);
-      for (const approval of turn?.approvals ?? []) if (approval.state === 'pending') this.armApproval(threadId, approval.id, approval.requestedAt);
-    }
+    void this.engine
+      .forEachOpenTurn((threadId, turn) => {
+        if (this.stopped) return;
+        if (turn.state.startsWith('interrupting')) this.armInterrupt(threadId, turn.id, this.options.interruptMs);
+        for (const approval of turn.approvals) if (approval.state === 'pending') this.armApproval(threadId, approval.id, approval.requestedAt);
+      })
+      .catch((error: unknown) => console.error('turnloom deadlines: could not read the open turns', error));
     return this;
   }
 
@@ -78,6 +81,7 @@ export class Deadlines {
   }
 
   stop(): void {
+    this.stopped = true;
     this.unsubscribe?.();
     for (const timer of this.timers.values()) clearTimeout(timer);
     this.timers.clear();
