@@ -38,7 +38,9 @@ function jsonOf(result: RunResult): JsonReport {
   return JSON.parse(lines[0]!) as JsonReport;
 }
 
-const bodies = (server: RecordedStreamServer) => server.requests.map((request) => request.body as ChatRequestBody);
+const allBodies = (server: RecordedStreamServer) => server.requests.map((request) => request.body as ChatRequestBody);
+/** The turn's calls, which always offer the workspace tools; side work's calls (a title, a summary) offer none. */
+const bodies = (server: RecordedStreamServer) => allBodies(server).filter((body) => body.tools !== undefined);
 const toolMessages = (body: ChatRequestBody) => body.messages.filter((message) => message.role === 'tool');
 
 let cleanup: Array<() => Promise<void> | void> = [];
