@@ -9,7 +9,8 @@ export interface SideTask {
   input: string;
 }
 
-const promptOf = (turn: TurnView): string => turn.messages[0].parts.map((part) => part.text).join('\n');
+/** The input the turn was asked with; input steered in later follows it in the same message. */
+const promptOf = (turn: TurnView): string => turn.messages[0].parts[0]?.text ?? '';
 
 const statusMark = { added: 'A', modified: 'M', deleted: 'D', renamed: 'R' } as const;
 
