@@ -57,7 +57,7 @@ function settledWithin(promise: Promise<unknown>, ms: number): Promise<void> {
   });
 }
 
-/** Answers the worker expects when the thread moved on (archived, gone, side work reported already): nothing to say. */
+/** Refusals the worker expects when the thread moved on (the turn gone, its report made already, the lease superseded): nothing to say. */
 const expected = (error: unknown) => error instanceof TurnloomError && ['conflict', 'not_found', 'fenced'].includes(error.code);
 
 /**
