@@ -24,7 +24,7 @@ export interface Subjects {
   readonly liveAll: string;
   /** Lifecycle actor snapshots as they change, for the live chart view: `<p>.v1.inspect.<threadId>`. */
   inspect(threadId: string): string;
-  /** Worker → engine request/reply (hello, claim, record, settle, thread reads): `<p>.v1.worker.<method>`. */
+  /** Worker → engine request/reply (hello, claim, record, settle, side work, thread reads): `<p>.v1.worker.<method>`. */
   worker(method: string): string;
   readonly workerAll: string;
   /** Turns waiting for a worker of an environment, offered to all of them: `<p>.v1.work.offer.<environment>`. */

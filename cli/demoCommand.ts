@@ -15,7 +15,7 @@ export const demoUsage = `turnloom demo [options]   the seed scenario on a scrat
   --dir DIR           build the scratch project here, an empty or new folder, and keep it (default: a temporary one)
   --deny              refuse the test runs instead of allowing them
   --script FILE       another script for the scripted provider (see docs/providers.md)
-  --json              print { threadId, status, approvals, toolCalls, checkpoint: { files }, events } and nothing else`;
+  --json              print { threadId, title, status, approvals, toolCalls, checkpoint: { files, summary }, events } and nothing else`;
 
 /**
  * The main job on embedded defaults, as the seeds tell it: a project with a
@@ -67,8 +67,8 @@ export async function demoCommand(args: string[]): Promise<number> {
       },
     });
     if (values.json) {
-      const { threadId, status, approvals, toolCalls, checkpoint, events } = report;
-      console.log(JSON.stringify({ threadId, status, approvals, toolCalls, checkpoint: checkpoint && { files: checkpoint.files }, events }));
+      const { threadId, title, status, approvals, toolCalls, checkpoint, events } = report;
+      console.log(JSON.stringify({ threadId, title, status, approvals, toolCalls, checkpoint: checkpoint && { files: checkpoint.files, summary: checkpoint.summary }, events }));
     } else {
       printSummary(report);
       if (report.checkpoint?.patch) console.log(`\n${report.checkpoint.patch}`);

@@ -90,8 +90,9 @@ export async function replayRecording(file: string, protocol: WireProtocol): Pro
       bus: new InProcessHub().connect(),
       store: LmdbStore.open(folder.path),
       providers: { [protocol]: adapters[protocol](http.baseURL) },
-      // A recording is what it is: each response played once, and the turn ends with the last one.
+      // A recording is what it is: each response played once, and the turn ends with the last one; no side work asks for more.
       runner: { runTools: (step) => step < responses.length, retry: { maxAttempts: 1, baseDelayMs: 0, maxDelayMs: 0, jitter: 0 }, idleTimeoutMs: 10_000 },
+      localWorker: { sideWork: false },
     });
   } catch (error) {
     // The recorded-stream server would keep the process alive.

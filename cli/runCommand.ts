@@ -15,7 +15,7 @@ export const runUsage = `turnloom run "<prompt>" [options]   one turn on the wor
   --data DIR          keep the thread in this LMDB folder (default: a temporary one)
   --thread ID         continue this thread (needs the --data it was run with)
   --script FILE       script for the scripted provider (see docs/providers.md)
-  --json              print { threadId, status, text, toolCalls, approvals, checkpoint, usage } and nothing else
+  --json              print { threadId, title, turnId, status, text, toolCalls, approvals, checkpoint, usage } and nothing else
   In a terminal, a line typed while the turn runs is steered into it (the model reads it at its next step);
   start the line with /queue to run it as the next turn instead. The report is of the last turn that ran.
   Keys: OPENAI_API_KEY (+ OPENAI_BASE_URL for any OpenAI-compatible server), ANTHROPIC_API_KEY.`;
@@ -80,25 +80,27 @@ export async function runCommand(args: string[]): Promise<number> {
   return report.status === 'completed' ? 0 : report.status === 'interrupted' ? 130 : 1;
 }
 
-const jsonReport = ({ threadId, turnId, status, text, toolCalls, approvals, checkpoint, usage }: RunReport) => ({
+const jsonReport = ({ threadId, title, turnId, status, text, toolCalls, approvals, checkpoint, usage }: RunReport) => ({
   threadId,
+  title,
   turnId,
   status,
   text,
   toolCalls,
   approvals,
-  checkpoint: checkpoint && { id: checkpoint.id, files: checkpoint.files },
+  checkpoint: checkpoint && { id: checkpoint.id, files: checkpoint.files, summary: checkpoint.summary },
   usage,
 });
 
 export function printSummary(report: RunReport): void {
   const files = report.checkpoint?.files ?? [];
-  const lines = [`\nturn ${report.status} · thread ${report.threadId} · ${report.toolCalls.length} tool calls · ${report.usage.input} in / ${report.usage.output} out tokens`];
+  const lines = [`\nturn ${report.status} · thread ${report.threadId} · ${report.toolCalls.length} tool calls · ${report.usage.input} in / ${report.usage.output} out tokens`, `title: ${report.title}`];
   if (report.checkpoint) {
     const added = files.reduce((sum, file) => sum + file.additions, 0);
     const removed = files.reduce((sum, file) => sum + file.deletions, 0);
     lines.push(files.length === 0 ? `checkpoint ${report.checkpoint.id}: no file changed` : `checkpoint ${report.checkpoint.id}: ${files.length} file${files.length === 1 ? '' : 's'} changed, +${added} −${removed}`);
     for (const file of files) lines.push(`  ${file.status.padEnd(8)} ${file.path}  +${file.additions} −${file.deletions}`);
+    if (report.checkpoint.summary) lines.push(`summary: ${report.checkpoint.summary}`);
   }
   console.log(lines.join('\n'));
 }

@@ -1,6 +1,7 @@
 import type { PermissionMode, PermissionRule, Permissions } from './permissions.ts';
 import type { CheckpointDiff, CheckpointSide, FileChange } from './checkpoints.ts';
 import type { ProviderMessage, ToolKind } from './providerAdapter.ts';
+import type { SideTaskKind } from './sideWork.ts';
 
 /** What a piece of an assistant message holds. */
 export type PartKind = 'text' | 'reasoning' | 'tool';
@@ -22,8 +23,11 @@ export interface ProviderChoice {
 
 export type ToolOutcome = 'notStarted' | 'unknown';
 
-/** What an activity reports: `hook` is a decision of a worker's extension hook. */
-export type ActivityKind = 'diagnostic' | 'retry' | 'error' | 'repair' | 'info' | 'hook';
+/**
+ * What an activity reports: `hook` is a decision of a worker's extension
+ * hook; `sideWork.*` the engine's record of a worker's side work (see `domain/sideWork.ts`).
+ */
+export type ActivityKind = 'diagnostic' | 'retry' | 'error' | 'repair' | 'info' | 'hook' | `sideWork.${SideTaskKind}`;
 
 /** Whether a thread's context is summarised when it no longer fits (`auto`, the default) or the turn fails (`off`). */
 export type CompactionSetting = 'auto' | 'off';
@@ -142,6 +146,12 @@ export type DomainEvent =
   | { type: 'turn.failed'; turnId: string; error: string }
   | { type: 'turn.interruptRequested'; turnId: string; reason: string }
   | { type: 'turn.interrupted'; turnId: string; cause: InterruptCause; reason: string }
+  /**
+   * Side work's one-line summary of a turn that completed earlier. It names
+   * the turn `settledTurnId`, not `turnId`: it comes after the turn closed,
+   * while another turn may be open.
+   */
+  | { type: 'turn.summarized'; settledTurnId: string; summary: string }
   // parts
   | { type: 'part.started'; turnId: string; partId: string; step: number; kind: Exclude<PartKind, 'tool'> }
   | { type: 'part.started'; turnId: string; partId: string; step: number; kind: 'tool'; toolCallId: string; toolName: string }
@@ -180,7 +190,7 @@ export type DomainEvent =
   | { type: 'approval.cancelled'; turnId: string; approvalId: string; reason: string }
   | { type: 'approval.consumed'; turnId: string; approvalId: string }
   | { type: 'approval.undelivered'; turnId: string; approvalId: string; reason: string }
-  // what happened around the lifecycle: retries, rejected provider events, repairs
+  // what happened around the lifecycle: retries, rejected provider events, repairs, side work
   | {
       type: 'activity.recorded';
       turnId: string | null;

@@ -22,3 +22,5 @@ export { childId } from './derivedIds.ts';
 export { cutToFit, jsonBytes } from './cutToFit.ts';
 export type { ActorTransition, RefusedEvent, Inspection } from './inspection.ts';
 export type { CheckpointSide, FileChange, CheckpointDiff, CapturedTree, TurnCheckpoint, WorkspaceCheckpoints } from './checkpoints.ts';
+export type { SideTaskKind, SideTaskReport } from './sideWork.ts';
+export { sideTaskKinds, sideTextLimits } from './sideWork.ts';

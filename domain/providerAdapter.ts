@@ -1,4 +1,5 @@
 import type { ProviderErrorInfo, ProviderEvent } from './providerEvents.ts';
+import type { SideTaskKind } from './sideWork.ts';
 
 /** One message of the conversation as the model sees it, derived from the thread's log. */
 export type ProviderMessage =
@@ -24,6 +25,8 @@ export interface ProviderRequest {
   system: string;
   messages: ProviderMessage[];
   tools: ToolSpec[];
+  /** Set on side work's short calls (a title, a summary), which are no step of a turn; adapters may ignore it. */
+  sideWork?: SideTaskKind;
 }
 
 /** A tool call the model made, ready to run. */

@@ -12,6 +12,12 @@ import type { LogCursor } from './logCursor.ts';
 export interface ThreadView {
   id: string;
   title: string;
+  /**
+   * Seq of the last rename (a person's, or the title side work generated);
+   * `null` while the thread keeps the title it was created with, the only
+   * title side work may replace.
+   */
+  renamedAt: number | null;
   workspace: string | null;
   /** The principal it belongs to: only they (and admins) may read or change it. `null`: any principal with the scope. */
   owner: string | null;
@@ -80,6 +86,8 @@ export interface TurnView {
   checkpoint: TurnCheckpoint | null;
   /** Seq of the revert that undid it: the model no longer sees it. */
   revertedAt: number | null;
+  /** One line on what its changes do, from side work after it completed; `null` until then, and for a turn that changed nothing. */
+  summary: string | null;
   requestedAt: number;
   startedAt: number | null;
   endedAt: number | null;

@@ -24,8 +24,8 @@ export interface TurnloomServerOptions {
   providers?: Record<string, ProviderAdapter>;
   /** How the local worker runs turns (retries, timeouts, whether tools run…). */
   runner?: WorkerOptions['loop'];
-  /** The local worker's id, environment, workspace (its tools and checkpoints) and extension hooks. */
-  localWorker?: Pick<WorkerOptions, 'workerId' | 'environment' | 'workspace' | 'concurrency' | 'tools' | 'checkpoints' | 'hooks'>;
+  /** The local worker's id, environment, workspace (its tools and checkpoints), extension hooks and side work. */
+  localWorker?: Pick<WorkerOptions, 'workerId' | 'environment' | 'workspace' | 'concurrency' | 'tools' | 'checkpoints' | 'hooks' | 'sideWork'>;
   /** Leases, heartbeats and resumes of workers. */
   workers?: Omit<WorkerGatewayOptions, 'maxPayloadBytes'>;
   /** An interrupt nobody confirms is settled after this long (default 10 s). */

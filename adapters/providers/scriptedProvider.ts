@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { z } from 'zod';
-import { type ProviderAdapter, ProviderError, type ProviderEvent, type ProviderRequest, type ToolCall, type ToolExecutor, type ToolResult } from '../../domain/index.ts';
+import { type ProviderAdapter, ProviderError, type ProviderEvent, type ProviderRequest, type SideTaskKind, type ToolCall, type ToolExecutor, type ToolResult } from '../../domain/index.ts';
+import { scriptedSideAnswer } from './scriptedSideWork.ts';
 
 const usage = z.object({ input: z.number().int().min(0), output: z.number().int().min(0), reasoning: z.number().int().min(0), cacheRead: z.number().int().min(0), cacheWrite: z.number().int().min(0) }).partial().strict();
 
@@ -54,6 +55,8 @@ export const scriptSchema = z
     delayMs: z.number().int().min(0).default(0),
     /** One list of items per model call; the turn's n-th call plays `steps[n-1]` (the last repeats). */
     steps: z.array(z.array(scriptItem)).min(1),
+    /** What side work's calls play (a title, a turn's summary); left out, a line made from the call's input. */
+    sideWork: z.object({ title: z.array(scriptItem), summary: z.array(scriptItem) }).partial().strict().optional(),
   })
   .strict();
 
@@ -112,11 +115,17 @@ export class ScriptedProvider implements ProviderAdapter {
   readonly name = 'scripted';
   readonly tools: ToolExecutor;
   private readonly script: (request: ProviderRequest) => Script;
+  /** Side calls play the given script's `sideWork` entry; a script made per request in code is asked for turns only. */
+  private readonly sideScript: (request: ProviderRequest, kind: SideTaskKind) => Script;
   private readonly calls = new Map<string, ToolCallItem>();
   private readonly failures = new Map<string, number>();
 
   constructor(script?: ScriptInput | ((request: ProviderRequest) => ScriptInput)) {
     this.script = (request) => scriptSchema.parse(typeof script === 'function' ? script(request) : (script ?? defaultScript(lastUserText(request))));
+    this.sideScript = (request, kind) => {
+      const base = scriptSchema.parse(typeof script === 'object' ? script : { steps: [[]] });
+      return { ...base, steps: [base.sideWork?.[kind] ?? [{ text: scriptedSideAnswer(kind, lastUserText(request)) }]] };
+    };
     const calls = this.calls;
     const canned = (call: ToolCall) => {
       const item = calls.get(call.callId);
@@ -141,7 +150,7 @@ export class ScriptedProvider implements ProviderAdapter {
   }
 
   async *stream(request: ProviderRequest, signal: AbortSignal): AsyncIterable<ProviderEvent> {
-    const script = this.script(request);
+    const script = request.sideWork ? this.sideScript(request, request.sideWork) : this.script(request);
     const index = stepIndexOf(request);
     const items = script.steps[Math.min(index, script.steps.length - 1)]!;
     const pause = async (ms: number) => {
@@ -175,7 +184,7 @@ export class ScriptedProvider implements ProviderAdapter {
       } else if ('wait' in item) {
         await pause(item.wait);
       } else if ('error' in item) {
-        const key = `${lastUserText(request)}#${index}#${position}`;
+        const key = `${request.sideWork ?? 'turn'}#${lastUserText(request)}#${index}#${position}`;
         const failed = this.failures.get(key) ?? 0;
         if (item.times === undefined || failed < item.times) {
           this.failures.set(key, failed + 1);

@@ -1,6 +1,6 @@
 import { InProcessHub } from '../../bus/index.ts';
 import { TurnloomClient } from '../../client/index.ts';
-import type { PermissionMode, ProviderAdapter, ProviderChoice, TurnView, Usage } from '../../domain/index.ts';
+import type { PermissionMode, ProviderAdapter, ProviderChoice, ThreadView, TurnView, Usage } from '../../domain/index.ts';
 import { TurnloomError } from '../../domain/index.ts';
 import { startTurnloomServer } from '../../services/turnloomServer.ts';
 import { openStore } from '../openStore.ts';
@@ -32,13 +32,15 @@ export interface RunRequest {
 
 export interface RunReport {
   threadId: string;
+  /** The thread's title once the run's side work is done: generated after its first completed turn. */
+  title: string;
   turnId: string;
   status: string;
   text: string;
   toolCalls: Array<{ name: string; input: unknown; state: string; output: string | null; error: string | null }>;
   approvals: Array<{ toolName: string; kind: string; subject: string; state: string; decidedBy: string | null; note: string | null }>;
   /** The turn's changes, when it made any in a workspace with checkpoints; `patch` is the unified diff (cut past 200,000 characters). */
-  checkpoint: { id: string; files: Array<{ path: string; status: string; additions: number; deletions: number }>; patch: string } | null;
+  checkpoint: { id: string; files: Array<{ path: string; status: string; additions: number; deletions: number }>; patch: string; summary: string | null } | null;
   usage: Usage;
   /** How many events the thread's log holds after the run. */
   events: number;
@@ -136,18 +138,20 @@ export async function runEmbedded(request: RunRequest): Promise<RunReport> {
         if (interrupts > 0) return;
         await client.call('approval.respond', { threadId, approvalId: approval.id, decision: answer.decision, note: answer.note });
       };
-      let turn = await follow(watch, turnId, new TurnProgress(), view, answerOne);
+      await follow(watch, turnId, new TurnProgress(), view, answerOne);
       // Queued prompts run one after another once this turn settled, unless it was interrupted.
       for (;;) {
         await Promise.all([...sends]);
         const next = followUps.shift();
         if (next === undefined || interrupts > 0) break;
         turnId = next;
-        turn = await follow(watch, turnId, new TurnProgress(), view, answerOne);
+        await follow(watch, turnId, new TurnProgress(), view, answerOne);
       }
       view?.close();
-      await watch.settled();
-      const report = reportOf(threadId, turn, watch.context.seq);
+      // The title and the turn's summary come after it settled, from the worker's side work: wait for them.
+      await server.worker?.idle();
+      await watch.reach(server.engine.summary(threadId)!.seq);
+      const report = reportOf(watch.context.view!, turnId);
       watch.close();
       return report;
     } finally {
@@ -168,8 +172,8 @@ function follow(
   progress: TurnProgress,
   view: TerminalView | null,
   answer: (approval: TurnView['approvals'][number]) => Promise<void>,
-): Promise<TurnView> {
-  return new Promise<TurnView>((resolve, reject) => {
+): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
     let answering = Promise.resolve();
     const check = () => {
       const turn = watch.context.view?.turns[turnId];
@@ -180,7 +184,7 @@ function follow(
       }
       if (settledStates.includes(turn.state)) {
         subscription.unsubscribe();
-        resolve(turn);
+        resolve();
       }
       if (watch.context.status === 'failed') reject(new TurnloomError('unavailable', `lost the thread: ${watch.context.error}`));
     };
@@ -189,11 +193,13 @@ function follow(
   });
 }
 
-function reportOf(threadId: string, turn: TurnView, events: number): RunReport {
+function reportOf(thread: ThreadView, turnId: string): RunReport {
+  const turn = thread.turns[turnId]!;
   const parts = turn.messages[1].parts;
   return {
-    threadId,
-    turnId: turn.id,
+    threadId: thread.id,
+    title: thread.title,
+    turnId,
     status: turn.state,
     text: parts.filter((part) => part.kind === 'text').map((part) => part.text).join('\n\n'),
     toolCalls: parts.flatMap((part) => (part.tool ? [{ name: part.tool.name, input: part.tool.input, state: part.state, output: part.tool.output, error: part.error }] : [])),
@@ -203,9 +209,10 @@ function reportOf(threadId: string, turn: TurnView, events: number): RunReport {
           id: turn.id,
           files: turn.checkpoint.diff.files.map(({ path, status, additions, deletions }) => ({ path, status, additions, deletions })),
           patch: turn.checkpoint.diff.patch,
+          summary: turn.summary,
         }
       : null,
     usage: turn.usage,
-    events,
+    events: thread.seq,
   };
 }

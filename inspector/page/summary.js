@@ -36,6 +36,7 @@ const summaries = {
   'turn.failed': (e) => e.error,
   'turn.interruptRequested': (e) => e.reason,
   'turn.interrupted': (e) => `${e.cause}: ${e.reason}`,
+  'turn.summarized': (e) => `${shortId(e.settledTurnId)} ${quoted(e.summary)}`,
   'part.started': (e) => `${part(e)} ${e.kind}${e.toolName ? ` ${e.toolName}` : ''}`,
   'part.delta': (e) => `${part(e)} ${quoted(e.text)}`,
   'part.completed': (e) => part(e),

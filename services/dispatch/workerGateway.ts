@@ -5,7 +5,7 @@ import type { Principal } from '../api/auth.ts';
 import { replyBudgetFor } from '../api/apiServer.ts';
 import { Inflight, answerRequest, parseParams } from '../api/requestReply.ts';
 import { type ThreadWatches, WORKER_PRINCIPAL_PREFIX } from '../api/threadWatches.ts';
-import { systemCommandId } from '../engine/commands.ts';
+import { type CommandResult, systemCommandId } from '../engine/commands.ts';
 import { leaseKeyHash } from '../engine/decide.ts';
 import type { Engine } from '../engine/engine.ts';
 import {
@@ -15,12 +15,14 @@ import {
   type LeaseProof,
   type Offer,
   type RestoreRequest,
+  type SideWorkRequest,
   claimSchema,
   helloSchema,
   leasedReadSchemas,
   recordSchema,
   restoreAnswerSchema,
   settleSchema,
+  sideWorkSchema,
 } from './workerProtocol.ts';
 import { type WorkerInfo, WorkerRegistry } from './workerRegistry.ts';
 
@@ -51,7 +53,8 @@ const leaseKey = (threadId: string, turnId: string) => `${threadId}/${turnId}`;
  * The engine's side of the worker protocol, on `<p>.v1.worker.<method>`:
  * workers say hello (and so renew their leases), claim turns offered on
  * `<p>.v1.work.offer.<environment>`, write what they produce under their
- * lease, and read the threads they hold. It keeps the leases' clocks outside
+ * lease, read the threads they hold, and report side work (a title, a
+ * summary) for the turns they ran. It keeps the leases' clocks outside
  * the machines: a lease not renewed in time is expired through the engine,
  * which closes the lost worker's step, and the turn is offered again.
  */
@@ -167,6 +170,8 @@ export class WorkerGateway {
           outcome,
         });
       }
+      case 'sideWork':
+        return this.sideWork(parseParams(sideWorkSchema, body, method));
       default:
         return this.read(method, body, replyTo);
     }
@@ -186,9 +191,14 @@ export class WorkerGateway {
     return { heartbeatMs: this.options.heartbeatMs, leaseTimeoutMs: this.options.leaseTimeoutMs, leases };
   }
 
+  private liveWorker(workerId: string, doing: string): WorkerInfo {
+    const worker = this.registry.get(workerId, this.options.now());
+    if (!worker?.live) throw new TurnloomError('conflict', `worker ${workerId} has not said hello (or not lately); say hello before ${doing}`, { workerId });
+    return worker;
+  }
+
   private async claim(claim: Claim): Promise<{ token: number }> {
-    const worker = this.registry.get(claim.workerId, this.options.now());
-    if (!worker?.live) throw new TurnloomError('conflict', `worker ${claim.workerId} has not said hello (or not lately); say hello before claiming`, { workerId: claim.workerId });
+    const worker = this.liveWorker(claim.workerId, 'claiming');
     const summary = this.engine.summary(claim.threadId);
     if (!summary) throw new TurnloomError('not_found', `thread ${claim.threadId} not found`, { threadId: claim.threadId });
     if (summary.environment !== worker.environment) {
@@ -203,6 +213,24 @@ export class WorkerGateway {
       keyHash: claim.keyHash,
     });
     return { token: result.toThreadSeq };
+  }
+
+  /** A live worker's side work for a turn it ran, shown by the lease it ran it under: the engine records it and applies it if it still may. */
+  private async sideWork({ workerId, threadId, turnId, token, key, ...report }: SideWorkRequest): Promise<CommandResult> {
+    this.liveWorker(workerId, 'reporting side work');
+    if (!this.engine.summary(threadId)) throw new TurnloomError('not_found', `thread ${threadId} not found`, { threadId });
+    const leased = this.engine.readEvents(threadId, token - 1, 1)[0]?.event;
+    if (leased?.type !== 'turn.leased' || leased.turnId !== turnId || leased.workerId !== workerId || leased.keyHash !== leaseKeyHash(key)) {
+      throw new TurnloomError('fenced', `worker ${workerId} never held turn ${turnId} under lease ${token}; its side work is not taken`, { turnId, token });
+    }
+    return this.engine.submit({
+      type: 'sideWork.record',
+      // One report per turn and kind: a retry is answered from its receipt.
+      commandId: systemCommandId('side', threadId, turnId, report.kind),
+      threadId,
+      workerId,
+      report: { turnId, ...report },
+    });
   }
 
   /** The thread reads the API offers, for the holder of a lease on one of the thread's turns. */

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { idPattern } from '../../bus/subjects.ts';
-import type { DomainEvent } from '../../domain/index.ts';
+import { type DomainEvent, sideTaskKinds, sideTextLimits } from '../../domain/index.ts';
 
 /**
  * The worker protocol's messages. Whatever a worker sends is network input:
@@ -196,6 +196,28 @@ export const settleSchema = z
   })
   .strict();
 
+/** One line of side work: no line breaks or other control characters, within the kind's limit. */
+const sideLine = z.string().min(1).max(Math.max(...Object.values(sideTextLimits))).regex(/^[^\u0000-\u001f\u007f]+$/, 'must be one line without control characters');
+
+/**
+ * What a worker's side work for a completed turn came to. It shows the lease
+ * it ran that turn under (the turn's `turn.leased` event is at seq `token`
+ * and keeps the key's hash), so no other worker can title or summarise it.
+ */
+export const sideWorkSchema = z
+  .object({
+    ...lease,
+    kind: z.enum(sideTaskKinds),
+    model: z.string().max(512).nullable(),
+    usage: usage.nullable(),
+    outcome: z.union([z.object({ kind: z.literal('done'), text: sideLine }).strict(), z.object({ kind: z.literal('failed'), error: z.string().min(1).max(2_000) }).strict()]),
+  })
+  .strict()
+  .refine((request) => request.outcome.kind !== 'done' || request.outcome.text.length <= sideTextLimits[request.kind], {
+    message: `a title is at most ${sideTextLimits.title} characters, a summary ${sideTextLimits.summary}`,
+    path: ['outcome', 'text'],
+  });
+
 /** Reads of the leased thread, for the worker's own fold: the API's thread methods, under the lease. */
 export const leasedReadSchemas = {
   'thread.get': z.object({ ...lease, turns: z.number().int().min(1).max(100).default(20) }).strict(),
@@ -205,13 +227,14 @@ export const leasedReadSchemas = {
   'thread.unwatch': z.object({ ...lease, watchId: id }).strict(),
 } as const;
 
-export const workerMethods = ['hello', 'claim', 'record', 'settle', ...Object.keys(leasedReadSchemas)] as const;
+export const workerMethods = ['hello', 'claim', 'record', 'settle', 'sideWork', ...Object.keys(leasedReadSchemas)] as const;
 export type WorkerMethod = (typeof workerMethods)[number];
 
 export type Hello = z.output<typeof helloSchema>;
 export type Claim = z.output<typeof claimSchema>;
 export type RecordRequest = z.output<typeof recordSchema>;
 export type SettleRequest = z.output<typeof settleSchema>;
+export type SideWorkRequest = z.output<typeof sideWorkSchema>;
 export interface LeaseProof {
   workerId: string;
   threadId: string;

@@ -1,4 +1,4 @@
-import type { CompactionSetting, DomainEvent, FileChange, PermissionMode, PermissionRule, Permissions, ProviderChoice, Refusal } from '../../domain/index.ts';
+import type { CompactionSetting, DomainEvent, FileChange, PermissionMode, PermissionRule, Permissions, ProviderChoice, Refusal, SideTaskReport } from '../../domain/index.ts';
 
 export type { Refusal };
 import type { TurnOutcome } from './settleTurn.ts';
@@ -129,6 +129,14 @@ export type SystemCommand =
       threadId: string;
       turnId: string;
       reason: string;
+    }
+  | {
+      /** What a worker's side work for a completed turn came to: recorded as an activity, and applied while it still may be. */
+      type: 'sideWork.record';
+      commandId: string;
+      threadId: string;
+      workerId: string;
+      report: SideTaskReport;
     };
 
 /** A lease's fencing token and its key, as a worker proves it holds the turn. */
@@ -147,6 +155,7 @@ const systemCommandTypes: ReadonlySet<Command['type']> = new Set<SystemCommand['
   'approval.expire',
   'session.confirmStopped',
   'turn.repair',
+  'sideWork.record',
 ]);
 
 /** What the system submits (worker output, deadlines, repair) rather than a client. */

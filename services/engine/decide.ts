@@ -3,6 +3,7 @@ import { DEFAULT_ENVIRONMENT, type DomainEvent, IllegalTransition, TurnloomError
 import { deriveMessages, requestDigest } from '../runtime/deriveRequest.ts';
 import { createHash } from 'node:crypto';
 import type { Command, LeaseProof, Refusal } from './commands.ts';
+import { recordSideWork } from './recordSideWork.ts';
 import { revertScope } from './revertScope.ts';
 import { closeOpenStep, settleOpenTurn } from './settleTurn.ts';
 import type { ThreadDraft } from './threadDraft.ts';
@@ -226,6 +227,9 @@ function decideCommand(command: Command, draft: ThreadDraft): Refusal[] {
         draft.emit({ type: 'session.failed', reason: command.reason });
       }
       settleOpenTurn(draft, command.turnId, { kind: 'interrupted', cause: 'repair', reason: command.reason });
+      return [];
+    case 'sideWork.record':
+      recordSideWork(draft, command);
       return [];
   }
 }

@@ -17,6 +17,7 @@ export function emptyThreadView(threadId: string, at: number): ThreadView {
   return {
     id: threadId,
     title: '',
+    renamedAt: null,
     workspace: null,
     owner: null,
     environment: DEFAULT_ENVIRONMENT,
@@ -68,6 +69,7 @@ function newTurn(event: Extract<DomainEvent, { type: 'turn.requested' }>, at: nu
     leases: 0,
     checkpoint: null,
     revertedAt: null,
+    summary: null,
     mode: event.mode,
     requestedAt: at,
     startedAt: null,
@@ -207,7 +209,7 @@ function applyContent(view: ThreadView, event: DomainEvent, at: number, seq: num
     case 'permission.ruleAdded':
       return { ...view, permissions: { ...view.permissions, rules: [...view.permissions.rules, event.rule] } };
     case 'thread.renamed':
-      return { ...view, title: event.title };
+      return { ...view, title: event.title, renamedAt: seq };
     case 'thread.archived':
       return { ...view, archived: true };
     case 'session.started':
@@ -280,6 +282,12 @@ function applyContent(view: ThreadView, event: DomainEvent, at: number, seq: num
       return { ...mapTurn(view, event.turnId, (turn) => ({ ...turn, stopReason: event.stopReason, endedAt: at, lease: null })), openTurnId: null };
     case 'turn.failed':
       return { ...mapTurn(view, event.turnId, (turn) => ({ ...turn, error: event.error, endedAt: at, lease: null })), openTurnId: null };
+    case 'turn.summarized': {
+      // As with a revert, a window may not hold the turn: the store's row of it takes the summary.
+      const turn = view.turns[event.settledTurnId];
+      if (turn) view.turns[event.settledTurnId] = { ...turn, summary: event.summary };
+      return view;
+    }
     case 'turn.interruptRequested':
       return mapTurn(view, event.turnId, (turn) => ({ ...turn, interrupt: { reason: event.reason, cause: null } }));
     case 'turn.interrupted':

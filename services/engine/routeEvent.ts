@@ -29,6 +29,8 @@ export function routeEvent(event: DomainEvent): Delivery[] {
     case 'checkpoint.captured':
     case 'checkpoint.unavailable':
     case 'checkpoint.reverted':
+    // A summary comes after its turn settled: no lifecycle is left to tell.
+    case 'turn.summarized':
     // Who holds a turn is the engine's business, not a lifecycle's: leases are checked in decide.
     case 'turn.leased':
     case 'turn.leaseLost':

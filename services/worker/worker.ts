@@ -10,6 +10,7 @@ import { Inflight, answerRequest, parseParams } from '../api/requestReply.ts';
 import { defaultRetryPolicy } from '../runtime/retryPolicy.ts';
 import { LeasedThread } from './leasedThread.ts';
 import { LiveBatcher } from './liveBatcher.ts';
+import { SideWork, type SideWorkOptions } from './sideWork.ts';
 import { Outbox, type OutboxBounds } from './outbox.ts';
 import { compactionHooks } from './compaction.ts';
 import { type CheckpointSetting, type StopReason, type TurnLoopOptions, runTurn } from './turnLoop.ts';
@@ -39,6 +40,8 @@ export interface WorkerOptions {
   outbox?: Partial<OutboxBounds>;
   /** How long to keep trying to deliver a turn's last writes when stopping with the engine away (default 5 s). */
   stopGraceMs?: number;
+  /** Side work after the turns it runs (a title, summaries; see `sideWork.ts`): its model calls' timeout (default 30 s), or `false` for none. */
+  sideWork?: Partial<SideWorkOptions> | false;
 }
 
 interface Run {
@@ -77,6 +80,7 @@ export class Worker {
   private offers: BusSubscription | undefined;
   private tasks: BusSubscription | undefined;
   private readonly taskWork = new Inflight('worker tasks');
+  private readonly sideWork: SideWork | null;
   private stopping = false;
 
   constructor(private readonly options: WorkerOptions) {
@@ -100,6 +104,7 @@ export class Worker {
     };
     this.hooks = combineHooks(compactionHooks(this.loop.compaction), options.hooks);
     this.bounds = { maxEvents: 10_000, maxBytes: 16 * 1024 * 1024, ...options.outbox };
+    this.sideWork = options.sideWork === false ? null : new SideWork(this.link, options.adapterFor, { timeoutMs: 30_000, ...options.sideWork });
   }
 
   /** Starts listening for offers and saying hello; an engine that is not there yet is waited for. */
@@ -240,6 +245,8 @@ export class Worker {
         options: this.loop,
       });
       await outbox.flushed().catch(() => undefined);
+      // Settled: side work for the turn starts apart from it, unless the engine refused this worker's writes.
+      if (!outbox.failure) await this.sideWork?.afterTurn(fold, outbox.lastSeq, proof);
     } catch (error) {
       if (!(error instanceof TurnloomError && (error.code === 'fenced' || error.code === 'not_found'))) console.error(`turnloom worker ${this.workerId}: turn ${turnId} stopped`, error);
     } finally {
@@ -250,17 +257,25 @@ export class Worker {
     }
   }
 
-  /** Stops taking turns; the ones running are interrupted and settled before this resolves (a grace period if the engine is away). */
+  /** Resolves once no turn and no side work runs here: what a one-shot run waits for before it stops. */
+  async idle(): Promise<void> {
+    while (this.runs.size > 0) await Promise.allSettled([...this.runs.values()].map((run) => run.done));
+    await this.sideWork?.idle();
+  }
+
+  /** Stops taking turns; the ones running are interrupted and settled before this resolves (a grace period if the engine is away), side work is stopped. */
   async stop(): Promise<void> {
     this.stopping = true;
     clearTimeout(this.heartbeat);
     this.offers?.unsubscribe();
     this.tasks?.unsubscribe();
+    const sideWork = this.sideWork?.stop();
     await this.taskWork.settled();
     for (const run of this.runs.values()) run.controller.abort({ kind: 'shutdown', reason: 'the worker is shutting down' } satisfies StopReason);
     const grace = setTimeout(() => this.closing.abort(), this.options.stopGraceMs ?? 5_000);
     await Promise.allSettled([...this.runs.values()].map((run) => run.done));
     clearTimeout(grace);
     this.closing.abort();
+    await sideWork;
   }
 }

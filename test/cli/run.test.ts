@@ -38,7 +38,10 @@ function jsonOf(result: RunResult): JsonReport {
   return JSON.parse(lines[0]!) as JsonReport;
 }
 
-const bodies = (server: RecordedStreamServer) => server.requests.map((request) => request.body as ChatRequestBody);
+const allBodies = (server: RecordedStreamServer) => server.requests.map((request) => request.body as ChatRequestBody);
+/** The turn's calls, which always offer the workspace tools; side work's calls (a title, a summary) offer none. */
+const bodies = (server: RecordedStreamServer) => allBodies(server).filter((body) => body.tools !== undefined);
+const sideBodies = (server: RecordedStreamServer) => allBodies(server).filter((body) => body.tools === undefined);
 const toolMessages = (body: ChatRequestBody) => body.messages.filter((message) => message.role === 'tool');
 
 let cleanup: Array<() => Promise<void> | void> = [];
@@ -116,6 +119,14 @@ describe('turnloom run against an OpenAI-compatible server', () => {
     expect(Object.keys((write.function.parameters as { properties: object }).properties).sort()).toEqual(['content', 'path']);
     // The second call carries the call and its result.
     expect(toolMessages(second)).toEqual([{ role: 'tool', tool_call_id: 'call_write_1', content: expect.stringContaining('hello.txt') }]);
+    // After the turn, side work on the same provider and model: a title from the prompt, a summary from the diff (the server answers both with its last reply).
+    const side = sideBodies(server);
+    expect(side.map((body) => [body.model, body.messages.at(-1)!.content]).sort()).toEqual([
+      ['gpt-test', expect.stringContaining('diff --git a/hello.txt b/hello.txt')],
+      ['gpt-test', 'make hello.txt'],
+    ]);
+    expect(report.title).toBe('I wrote hello.txt');
+    expect(report.checkpoint!.summary).toBe('I wrote hello.txt.');
 
     // Git: the new file is untracked, the user's index untouched, and the turn has a before and an after ref.
     expect(git(workspace.path, 'status', '--porcelain')).toBe('?? hello.txt\n');

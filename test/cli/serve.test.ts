@@ -15,6 +15,9 @@ describe('the turnloom command', () => {
     // The first test run fails on the race, the edit lands, the second run passes.
     expect(output).toMatch(/allowed bash node --test[\s\S]*✗ bash node --test .*exit code 1[\s\S]*✓ edit src\/session\.js[\s\S]*✓ bash node --test/);
     expect(output).toContain('turn completed');
+    // Side work after the turn, by the scripted provider: a title from the prompt, a summary from the diff.
+    expect(output).toContain('title: Fix the login race and run the tests\n');
+    expect(output).toContain('summary: Changed src/session.js (+13 −5)\n');
     expect(output).toMatch(/modified +src\/session\.js/);
     expect(output).toContain('+const pending = new Map();');
   }, 90_000);
@@ -36,6 +39,8 @@ describe('the turnloom command', () => {
       ['bash', 'completed'],
     ]);
     expect(report.checkpoint.files).toEqual([{ path: 'src/session.js', status: 'modified', additions: 13, deletions: 5 }]);
+    expect(report.title).toBe('Fix the login race and run the tests');
+    expect(report.checkpoint.summary).toBe('Changed src/session.js (+13 −5)');
     expect(report.events).toBeGreaterThan(20);
   }, 90_000);
 

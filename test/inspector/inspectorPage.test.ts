@@ -93,13 +93,16 @@ describe.skipIf(!browserPath)('the inspector in a real browser (chromium, headle
     await page.locator(`svg[data-testid=chart-turn] g.edge.fired[data-event="turn.completed"]`).waitFor();
     await expect.poll(async () => (await page.locator(`[data-testid=thread-approvals] [data-approval-id="${approval!.id}"]`).count())).toBe(0);
 
-    // The timeline holds every event of the log, in order, ending with the turn's completion.
+    // The timeline holds every event of the log, in order: the turn's completion, then what side work wrote after it (the thread's title).
+    await ws.fx.server.worker!.idle();
     const { events } = await ws.client.call('thread.events', { threadId, after: 0 });
     await expect.poll(() => page.locator('[data-testid=timeline-count]').textContent(), { timeout: 10_000 }).toContain(String(events.length));
     const visible = await timelineSeqs(page);
     expect(visible.at(-1)).toBe(events.at(-1)!.threadSeq);
     expect(visible).toEqual([...visible].sort((a, b) => a - b));
-    expect(await page.locator(`[data-testid=timeline-row][data-seq="${events.at(-1)!.threadSeq}"]`).getAttribute('data-type')).toBe('turn.completed');
+    const completed = events.findIndex(({ event }) => event.type === 'turn.completed');
+    expect(events.slice(completed + 1).map(({ event }) => event.type)).toEqual(['activity.recorded', 'thread.renamed']);
+    expect(await page.locator(`[data-testid=timeline-row][data-seq="${events[completed]!.threadSeq}"]`).getAttribute('data-type')).toBe('turn.completed');
     // Filtered by kind, the approval's own story, in the order the log has it.
     await page.locator('[data-testid=filter-kind]').fill('approval.');
     await expect

@@ -34,6 +34,8 @@ async function runTurn(protocol: WireProtocol, plans: ResponsePlan[], maxAttempt
   fx = await openApiFixture({
     providers: { [protocol]: adapters[protocol](http.baseURL) },
     runner: { retry: { maxAttempts, baseDelayMs: 10, maxDelayMs: 40, jitter: 0 }, idleTimeoutMs: 300 },
+    // The attempts counted are the turn's; a title asked after it would be one more request.
+    localWorker: { sideWork: false },
   });
   const client = await fx.client();
   const { threadId } = await client.call('thread.create', {});

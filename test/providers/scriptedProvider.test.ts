@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ScriptedProvider, scriptSchema } from '../../adapters/providers/scriptedProvider.ts';
+import type { ProviderRequest, SideTaskKind } from '../../domain/index.ts';
 import { type ApiFixture, openApiFixture } from '../support/apiFixture.ts';
 
 /** The example script in docs/providers.md, so the documented format cannot drift from the code. */
@@ -36,6 +37,27 @@ describe('the scripted provider', () => {
     expect(turn.steps.map((step) => step.outcome)).toEqual(['toolCalls', 'error', 'stop']);
     expect(turn.steps[2]!.usage).toMatchObject({ input: 120, output: 8 });
     expect(turn.messages[1].parts.at(-1)!.text).toBe('All tests pass.');
+  });
+
+  it('answers side calls from their input, or with its script’s sideWork entry; a script made in code is asked for turns only', async () => {
+    const side = (sideWork: SideTaskKind, text: string): ProviderRequest => ({ model: null, system: 'one line', messages: [{ role: 'user', text }], tools: [], sideWork });
+    const textOf = async (provider: ScriptedProvider, request: ProviderRequest) => {
+      let text = '';
+      for await (const event of provider.stream(request, new AbortController().signal)) if (event.type === 'text.delta') text += event.text;
+      return text;
+    };
+    const patch = 'diff --git a/src/a.js b/src/a.js\n--- a/src/a.js\n+++ b/src/a.js\n@@ -1 +1,2 @@\n-old\n+new\n+more\n';
+    expect(await textOf(new ScriptedProvider(), side('title', 'fix the login race and run the tests, then push it.'))).toBe('Fix the login race and run the tests');
+    expect(await textOf(new ScriptedProvider(), side('summary', `Files changed:\nM src/a.js +2 -1\n\n${patch}`))).toBe('Changed src/a.js (+2 −1)');
+    expect(await textOf(new ScriptedProvider(), side('summary', 'nothing like a diff'))).toBe('Changed the work tree');
+    const asked: ProviderRequest[] = [];
+    const inCode = new ScriptedProvider((request) => {
+      asked.push(request);
+      return { steps: [[{ text: 'a turn' }]] };
+    });
+    expect(await textOf(inCode, side('title', 'add a cache'))).toBe('Add a cache');
+    expect(asked).toEqual([]);
+    expect(await textOf(new ScriptedProvider({ steps: [[{ text: 'a turn' }]], sideWork: { title: [{ text: 'Given by the script' }] } }), side('title', 'add a cache'))).toBe('Given by the script');
   });
 
   it('refuses a malformed script with a clear error', () => {

@@ -69,7 +69,8 @@ describe('the turn inbox: input given while a turn runs', () => {
       { kind: 'stream', chunks: chunks('openai-text.chunks.txt') },
     ]);
     const weather = gatedWeather();
-    fx = await openApiFixture({ providers: { 'openai-chat': new OpenAiChatProvider({ baseURL: http.baseURL, defaultModel: 'deepseek-reasoner', tools: weather.tool }) } });
+    // The requests counted are the turn's; a title asked after it would be one more.
+    fx = await openApiFixture({ providers: { 'openai-chat': new OpenAiChatProvider({ baseURL: http.baseURL, defaultModel: 'deepseek-reasoner', tools: weather.tool }) }, localWorker: { sideWork: false } });
     const client = await fx.client();
     const { threadId } = await client.call('thread.create', {});
     const { turnId } = await client.call('turn.start', { threadId, input: { text: 'Weather in San Francisco?' }, provider: { name: 'openai-chat' } });
@@ -99,7 +100,8 @@ describe('the turn inbox: input given while a turn runs', () => {
 
   it('runs one more step when input was steered in while the model gave what would have been its last answer', async () => {
     http = await serveRecordedStream('openai-chat', [{ kind: 'stream', chunks: chunks('openai-text.chunks.txt'), delayMs: 5 }]);
-    fx = await openApiFixture({ providers: { 'openai-chat': new OpenAiChatProvider({ baseURL: http.baseURL, defaultModel: 'gpt-test' }) } });
+    // As above: only the turn's requests.
+    fx = await openApiFixture({ providers: { 'openai-chat': new OpenAiChatProvider({ baseURL: http.baseURL, defaultModel: 'gpt-test' }) }, localWorker: { sideWork: false } });
     const client = await fx.client();
     const { threadId } = await client.call('thread.create', {});
     const { turnId } = await client.call('turn.start', { threadId, input: { text: 'Tell me a story.' }, provider: { name: 'openai-chat' } });
