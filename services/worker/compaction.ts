@@ -1,6 +1,7 @@
 import type { ProviderAdapter, ProviderMessage, Usage } from '../../domain/index.ts';
 import { planCompaction } from '../runtime/compactionPlan.ts';
 import { contextWindowOf, estimateTokens } from '../runtime/contextWindow.ts';
+import { type Answer, collectAnswer } from './collectAnswer.ts';
 import type { TurnWork } from './turnLoop.ts';
 import { CompactionRefused, type TurnHooks } from './turnHooks.ts';
 
@@ -76,16 +77,8 @@ export async function compactContext(work: TurnWork, adapter: ProviderAdapter, s
 }
 
 async function summarise(adapter: ProviderAdapter, model: string | null, messages: ProviderMessage[], signal: AbortSignal): Promise<{ summary: string; usage: Usage | null }> {
-  let summary = '';
-  let usage: Usage | null = null;
-  // Only the answer's text: a reasoning model's thinking is not the summary.
-  const textSegments = new Set<string>();
-  for await (const event of adapter.stream({ model, system: SUMMARY_SYSTEM, messages: [...messages, { role: 'user', text: SUMMARY_ASK }], tools: [] }, signal)) {
-    if (event.type === 'segment.started' && event.kind === 'text') textSegments.add(event.segmentId);
-    else if (event.type === 'text.delta' && textSegments.has(event.segmentId)) summary += event.text;
-    else if (event.type === 'usage') usage = event.usage;
-    else if (event.type === 'turn.failed') throw new Error(`the summary call failed: ${event.error.message}`);
-  }
-  if (summary.trim() === '') throw new Error('the summary call answered with no text');
-  return { summary: summary.slice(0, MAX_SUMMARY_CHARS), usage };
+  const answer: Answer = { text: '', model: null, usage: null };
+  await collectAnswer(adapter.stream({ model, system: SUMMARY_SYSTEM, messages: [...messages, { role: 'user', text: SUMMARY_ASK }], tools: [] }, signal), answer);
+  if (answer.text.trim() === '') throw new Error('the summary call answered with no text');
+  return { summary: answer.text.slice(0, MAX_SUMMARY_CHARS), usage: answer.usage };
 }

@@ -1,8 +1,9 @@
 import type { ThreadWatch } from '../../client/threadWatch.ts';
-import { type ProviderAdapter, type ProviderChoice, ProviderError, type ProviderEvent, type SideTaskReport, type ThreadView, TurnloomError, type Usage } from '../../domain/index.ts';
+import { type ProviderAdapter, type ProviderChoice, ProviderError, type SideTaskReport, type ThreadView, TurnloomError } from '../../domain/index.ts';
 import type { LeaseProof, SideWorkRequest } from '../dispatch/workerProtocol.ts';
 import { type SideTask, sideWorkDue } from './sideWorkDue.ts';
 import { sideLineOf, sideWorkRequest } from './sideWorkRequest.ts';
+import { type Answer, collectAnswer } from './collectAnswer.ts';
 import type { WorkerLink } from './workerLink.ts';
 
 export interface SideWorkOptions {
@@ -12,24 +13,6 @@ export interface SideWorkOptions {
 
 /** How long the worker's fold may take to show the turn's settling it wrote; past that, no side work for the turn. */
 const FOLD_WAIT_MS = 5_000;
-
-/** What a provider's stream came to, for a call that wants one line of text. */
-interface Answer {
-  text: string;
-  model: string | null;
-  usage: Usage | null;
-}
-
-async function collect(stream: AsyncIterable<ProviderEvent>, answer: Answer): Promise<void> {
-  const textSegments = new Set<string>();
-  for await (const event of stream) {
-    if (event.type === 'turn.started') answer.model = event.model;
-    else if (event.type === 'segment.started' && event.kind === 'text') textSegments.add(event.segmentId);
-    else if (event.type === 'text.delta' && textSegments.has(event.segmentId)) answer.text += event.text;
-    else if (event.type === 'usage') answer.usage = event.usage;
-    else if (event.type === 'turn.failed') throw new ProviderError(event.error);
-  }
-}
 
 /** Settles with the promise, or rejects when the signal aborts: an adapter that ignores the abort cannot hold side work. */
 function untilAborted(promise: Promise<void>, signal: AbortSignal): Promise<void> {
@@ -154,7 +137,7 @@ export class SideWork {
     const report = (outcome: SideTaskReport['outcome']): SideTaskReport => ({ kind: task.kind, turnId: task.turnId, model: answer.model ?? model, usage: answer.usage, outcome });
     let collecting: Promise<void> = Promise.resolve();
     try {
-      collecting = collect(adapter.stream(sideWorkRequest(task, model), call.signal), answer);
+      collecting = collectAnswer(adapter.stream(sideWorkRequest(task, model), call.signal), answer);
       await untilAborted(collecting, call.signal);
       const line = sideLineOf(task.kind, answer.text);
       return report(line === null ? { kind: 'failed', error: 'the model answered with no text' } : { kind: 'done', text: line });
