@@ -191,7 +191,8 @@ function claimInputs(turn: TurnView, inputIds: readonly string[], step: number):
         ...user,
         parts: [
           ...user.parts,
-          ...claimed.map((item): PartView => ({ id: childId(turn.id, `steered-${item.id}`), kind: 'text', state: 'completed', step, text: item.text, signature: null, tool: null, error: null })),
+          // Named by the input's place in the inbox (the log's order): its own id may be as long as an id can be.
+          ...claimed.map((item): PartView => ({ id: childId(turn.id, `steered-${turn.inbox.indexOf(item) + 1}`), kind: 'text', state: 'completed', step, text: item.text, signature: null, tool: null, error: null })),
         ],
       },
       assistant,

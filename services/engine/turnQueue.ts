@@ -54,6 +54,14 @@ export function startTurn(draft: ThreadDraft, command: Extract<Command, { type: 
   }
 }
 
+/** The follow-up of a turn's unclaimed input: `<turn>-steered`, or the first `-steered-<n>` no turn (queued or not) has. */
+function unusedTurnId(draft: ThreadDraft, turnId: string): string {
+  const taken = (id: string) => draft.view.turns[id] !== undefined || draft.view.queue.some((queued) => queued.turnId === id);
+  let id = childId(turnId, 'steered');
+  for (let n = 2; taken(id); n++) id = childId(turnId, `steered-${n}`);
+  return id;
+}
+
 /**
  * Runs after every command, so no path can leave the queue stuck: input
  * steered into a turn that settled before any step claimed it becomes a
@@ -70,7 +78,7 @@ export function followQueue(draft: ThreadDraft): void {
     if (waiting.length === 0) continue;
     draft.emit({
       type: 'turn.queued',
-      queuedTurnId: childId(turn.id, 'steered'),
+      queuedTurnId: unusedTurnId(draft, turn.id),
       input: { text: waiting.map((item) => item.text).join('\n\n') },
       provider: turn.provider,
       mode: turn.mode,

@@ -323,4 +323,25 @@ describe('engine: turns always close, whatever order things happen in', () => {
     expect(view.queue.map(({ turnId }) => turnId)).toEqual(['queued-1']);
     expect(fx.store.readView('th1')).toEqual(rebuildFromLog(fx.store, 'th1'));
   });
+
+  it('keeps every id it derives from steered input a valid id, with 128-character ids and odd text', async () => {
+    const t = turnEvents('t1');
+    const long = 'x'.repeat(128);
+    await fx.engine.submit(createThread('th1'));
+    await fx.engine.submit(startTurn('th1', 't1'));
+    await fx.engine.submit(record('th1', 't1', [t.sessionStarted(), t.started()]));
+    await fx.engine.submit({ ...startTurn('th1', long, 'lone \ud800 surrogate'), whileRunning: 'steer' });
+    // A client's own turn id that happens to be the follow-up's: the follow-up still gets an id of its own.
+    await fx.engine.submit({ ...startTurn('th1', 't1-steered', 'queued with a clashing id'), whileRunning: 'queue' });
+    await fx.engine.submit({ ...startTurn('th1', 'in-2', 'never claimed'), whileRunning: 'steer' });
+    await fx.engine.submit(record('th1', 't1', [{ type: 'input.claimed', turnId: 't1', inputIds: [long], step: 1 }, t.step(1), t.stepFinished(1), t.completed()]));
+    const view = await fx.engine.getThread('th1');
+    const ids = [...view.turns.t1!.messages[0].parts.map((part) => part.id), ...view.turnIds, ...view.queue.map((queued) => queued.turnId)];
+    for (const id of ids) expect(id).toMatch(/^[A-Za-z0-9_-]{1,128}$/);
+    expect(view.turns.t1!.messages[0].parts[1]!.text).toBe('lone \ufffd surrogate');
+    expect(new Set(view.turnIds).size).toBe(view.turnIds.length);
+    expect(view.turnIds).toHaveLength(2);
+    expect(view.queue.map((queued) => queued.turnId)).toEqual(['t1-steered']);
+    expect(view.turns[view.openTurnId!]!.messages[0].parts[0]!.text).toBe('never claimed');
+  });
 });
