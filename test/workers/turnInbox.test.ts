@@ -120,6 +120,32 @@ describe('the turn inbox: input given while a turn runs', () => {
     expect((await client.call('thread.get', { threadId })).thread.turnIds).toEqual([turnId]);
   });
 
+  it('runs one more step for input a client steers in after the model stopped, before the turn completed', async () => {
+    http = await serveRecordedStream('openai-chat', [{ kind: 'stream', chunks: chunks('openai-text.chunks.txt') }]);
+    // Holds the worker between the model's stop and its look at the inbox, so the steer lands exactly there.
+    let stopped!: () => void;
+    const modelStopped = new Promise<void>((resolve) => (stopped = resolve));
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    let pauses = 0;
+    const pause = { name: 'pause', run: async () => (pauses++ === 0 ? (stopped(), await released) : undefined) };
+    fx = await openApiFixture({ providers: { 'openai-chat': new OpenAiChatProvider({ baseURL: http.baseURL, defaultModel: 'gpt-test' }) }, localWorker: { hooks: { turnStopping: [pause] } } });
+    const client = await fx.client();
+    const { threadId } = await client.call('thread.create', {});
+    const { turnId } = await client.call('turn.start', { threadId, input: { text: 'Tell me a story.' }, provider: { name: 'openai-chat' } });
+    await modelStopped;
+    try {
+      expect((await turnOf(client, threadId, turnId))!.state).toBe('running.responded');
+      expect(await client.call('turn.start', { threadId, input: { text: 'Now a shorter one.' }, whileRunning: 'steer' })).toMatchObject({ inbox: 'steered', turnId });
+    } finally {
+      release();
+    }
+    await expect.poll(async () => settled((await turnOf(client, threadId, turnId))?.state), { timeout: 20_000 }).toBe(true);
+    const turn = (await turnOf(client, threadId, turnId))!;
+    expect([turn.state, turn.steps.length]).toEqual(['completed', 2]);
+    expect((http.requests[1]!.body as { messages: Array<{ role: string; content: unknown }> }).messages.at(-1)).toEqual({ role: 'user', content: 'Now a shorter one.' });
+  });
+
   it('queues turns two clients start while one runs, and runs them after it in the order the log accepted them, never mixed', async () => {
     fx = await openApiFixture({ providers: { scripted: new ScriptedProvider({ chunkSize: 8, delayMs: 10, steps: [[{ text: 'A reply that takes a little while to type out.' }]] }) } });
     const [alice, bob] = [await fx.client(), await fx.client()];
