@@ -1,6 +1,6 @@
 import { resolve } from 'node:path';
 import { type PermissionMode, permissionModes } from '../domain/index.ts';
-import { UsageError, parseOptions } from './cliErrors.ts';
+import { UsageError, integerOption, parseOptions } from './cliErrors.ts';
 import { providersFromEnvironment } from './providerRegistry.ts';
 import type { ApprovalPolicy } from './run/approvalAnswers.ts';
 import { type RunReport, runEmbedded } from './run/embeddedRun.ts';
@@ -15,6 +15,7 @@ export const runUsage = `turnloom run "<prompt>" [options]   one turn on the wor
   --data DIR          keep the thread in this LMDB folder (default: a temporary one)
   --thread ID         continue this thread (needs the --data it was run with)
   --script FILE       script for the scripted provider (see docs/providers.md)
+  --context-window N  the model's context window in tokens, when its known one is wrong or unknown
   --json              print { threadId, title, turnId, status, text, toolCalls, approvals, checkpoint, usage } and nothing else
   In a terminal, a line typed while the turn runs is steered into it (the model reads it at its next step);
   start the line with /queue to run it as the next turn instead. The report is of the last turn that ran.
@@ -36,6 +37,7 @@ export async function runCommand(args: string[]): Promise<number> {
       data: { type: 'string' },
       thread: { type: 'string' },
       script: { type: 'string' },
+      'context-window': { type: 'string' },
       json: { type: 'boolean', default: false },
     },
   });
@@ -52,6 +54,7 @@ export async function runCommand(args: string[]): Promise<number> {
     throw new UsageError(`run: --mode must be one of ${permissionModes.join(', ')}, not "${values.mode}"`);
   }
   if (values.thread !== undefined && values.data === undefined) throw new UsageError('run: --thread needs the --data folder the thread was run with');
+  const contextWindow = integerOption('run', 'context-window', values['context-window'], { min: 1_000, unit: 'tokens' }) ?? null;
 
   const workspace = await workspaceSetup('run', '--cwd', values.cwd!);
   const setup = await providersFromEnvironment(process.env, values.script);
@@ -71,6 +74,7 @@ export async function runCommand(args: string[]): Promise<number> {
     provider: { name, model },
     policy,
     mode: values.mode as PermissionMode | undefined,
+    contextWindow,
     view: values.json ? null : { out: process.stdout, tty: process.stdout.isTTY === true },
     input: process.stdin,
     prompts: values.json ? process.stderr : process.stdout,

@@ -13,6 +13,8 @@ import { TurnProgress } from './turnProgress.ts';
 export interface RunRequest {
   prompt: string;
   workspace: WorkspaceSetup;
+  /** The model's context window in tokens, instead of the known one (`null`: the known one). */
+  contextWindow?: number | null;
   /** Where the thread is kept; `null`: a temporary folder, removed after the run. */
   dataDir: string | null;
   /** Continue this thread (it must be in `dataDir`). */
@@ -65,6 +67,7 @@ export async function runEmbedded(request: RunRequest): Promise<RunReport> {
     providers: request.providers,
     defaultProvider: request.provider,
     localWorker: { workspace: workspace.workspace, tools: workspace.tools, checkpoints: workspace.checkpoints },
+    ...(request.contextWindow ? { runner: { compaction: { contextWindow: request.contextWindow } } } : {}),
   }).catch(async (error: unknown) => {
     await store.close().catch(() => undefined);
     temporary?.remove();

@@ -29,6 +29,9 @@ describe('turnloom with bad options', () => {
     { name: 'a bad prefix with --nats', args: () => ['serve', '--prefix', 'a b', '--nats', inject('natsUrl'), '--data', 'unused'], says: /--prefix "a b"/ },
     { name: 'a bad prefix with a dot at the end', args: () => ['serve', '--prefix', 'turnloom.', '--nats', inject('natsUrl')], says: /--prefix "turnloom\."/ },
     { name: '--nats-user without --nats', args: () => ['serve', '--nats-user', 'engine'], says: /--nats-user needs --nats URL/ },
+    { name: '--context-window that is not a number (serve)', args: () => ['serve', '--context-window', '128k'], says: /serve: --context-window must be a whole number of tokens, not "128k"/ },
+    { name: '--context-window too small (run)', args: () => ['run', 'hello', '--context-window', '12'], says: /run: --context-window must be at least 1000 tokens, not 12/ },
+    { name: '--context-window that is not a number (worker)', args: () => ['worker', '--nats', inject('natsUrl'), '--workspace', '.', '--context-window=lots'], says: /worker: --context-window must be a whole number of tokens/ },
   ];
 
   for (const { name, args, says } of cases) {
