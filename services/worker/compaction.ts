@@ -2,6 +2,7 @@ import type { ProviderAdapter, ProviderMessage, Usage } from '../../domain/index
 import { planCompaction } from '../runtime/compactionPlan.ts';
 import { contextWindowOf, estimateTokens } from '../runtime/contextWindow.ts';
 import { type Answer, collectAnswer } from './collectAnswer.ts';
+import { reachWritten } from './reachWritten.ts';
 import type { TurnWork } from './turnLoop.ts';
 import { CompactionRefused, type TurnHooks } from './turnHooks.ts';
 
@@ -72,8 +73,7 @@ export async function compactContext(work: TurnWork, adapter: ProviderAdapter, s
     await work.outbox.record([{ type: 'compaction.failed', turnId: work.turnId, reason: (error as Error).message }]).catch(() => undefined);
     throw error;
   }
-  await work.outbox.flushed();
-  await work.fold.reach(work.outbox.lastSeq);
+  await reachWritten(work);
 }
 
 async function summarise(adapter: ProviderAdapter, model: string | null, messages: ProviderMessage[], signal: AbortSignal): Promise<{ summary: string; usage: Usage | null }> {

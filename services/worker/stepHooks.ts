@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { DomainEvent, ProviderAdapter, ProviderErrorInfo, ProviderRequest, ToolSpec } from '../../domain/index.ts';
 import { deriveMessages, systemPrompt } from '../runtime/deriveRequest.ts';
 import { compactContext } from './compaction.ts';
+import { reachWritten } from './reachWritten.ts';
 import type { TurnWork } from './turnLoop.ts';
 import { type HookContext, TurnRejected, runHook } from './turnHooks.ts';
 
@@ -12,12 +13,6 @@ const hookActivity = (turnId: string, name: string, message: string, data: Recor
   message: `hook ${name} ${message}`,
   data: { hook: name, ...data },
 });
-
-/** Waits until everything written so far is durable and back in the fold, so what is read next is what the log says. */
-export async function reachWritten(work: TurnWork): Promise<void> {
-  await work.outbox.flushed();
-  await work.fold.reach(work.outbox.lastSeq);
-}
 
 function contextOf(work: TurnWork, adapter: ProviderAdapter, step: number): () => HookContext {
   return () => ({
@@ -40,17 +35,22 @@ export async function prepareRequest(work: TurnWork, adapter: ProviderAdapter, t
   const { turnId, outbox, hooks } = work;
   const context = contextOf(work, adapter, step);
   const view = () => work.fold.context.view!;
+  // Derived once, and again only after a hook wrote to the log (a replacement, a compaction): a step's conversation can be long.
+  let messages = deriveMessages(view());
   for (const hook of hooks.preStep ?? []) {
-    const decision = await runHook('preStep', hook, () => hook.run(context(), deriveMessages(view())));
-    if (!decision) continue;
-    if ('reject' in decision) {
+    const written = outbox.lastSeq;
+    const decision = await runHook('preStep', hook, () => hook.run(context(), messages));
+    if (decision && 'reject' in decision) {
       await outbox.record([hookActivity(turnId, hook.name, `rejected the turn: ${decision.reject}`, { decision: 'reject', reason: decision.reject })]);
       throw new TurnRejected(hook.name, decision.reject);
     }
-    await outbox.record([{ type: 'context.replaced', turnId, step, messages: decision.replace, by: hook.name, reason: decision.reason }]);
-    await reachWritten(work);
+    if (decision) {
+      await outbox.record([{ type: 'context.replaced', turnId, step, messages: decision.replace, by: hook.name, reason: decision.reason }]);
+      await reachWritten(work);
+    }
+    if (outbox.lastSeq !== written) messages = deriveMessages(view());
   }
-  let request: ProviderRequest = { model: view().turns[turnId]!.provider.model, system: systemPrompt(view()), messages: deriveMessages(view()), tools };
+  let request: ProviderRequest = { model: view().turns[turnId]!.provider.model, system: systemPrompt(view()), messages, tools };
   for (const hook of hooks.request ?? []) {
     const changed = await runHook('request', hook, () => hook.run(context(), request));
     if (!changed || changed === request) continue;

@@ -35,7 +35,8 @@ import { type RetryPolicy, retryDelay } from '../runtime/retryPolicy.ts';
 import { type LiveDelta, StepIngestion } from '../runtime/stepIngestion.ts';
 import type { CompactionOptions } from './compaction.ts';
 import type { Outbox } from './outbox.ts';
-import { prepareRequest, reachWritten, retryAfterError, turnStopping } from './stepHooks.ts';
+import { reachWritten } from './reachWritten.ts';
+import { prepareRequest, retryAfterError, turnStopping } from './stepHooks.ts';
 import type { TurnHooks } from './turnHooks.ts';
 import { turnTools } from './turnTools.ts';
 
