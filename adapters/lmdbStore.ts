@@ -60,7 +60,8 @@ export class LmdbStore implements ThreadStore {
 
   private constructor(path: string) {
     prepareDataFolder(path);
-    this.env = open({ path, maxDbs: 16 });
+    // Always a folder: lmdb-js would otherwise take a path with a dot in its name (`state.v2`) for a file.
+    this.env = open({ path, maxDbs: 16, noSubdir: false });
     this.log = this.env.openDB({ name: 'log' });
     this.threadLog = this.env.openDB({ name: 'threadLog' });
     this.receipts = this.env.openDB({ name: 'receipts' });

@@ -24,7 +24,7 @@ function procStat(pid: number): { state: string; startTicks: number | null } | n
   }
 }
 
-const startTicksOf = (pid: number): number | null => procStat(pid)?.startTicks ?? null;
+export const startTicksOf = (pid: number): number | null => procStat(pid)?.startTicks ?? null;
 
 export function currentProcess(now: number = Date.now()): ProcessIdentity {
   return { pid: process.pid, host: hostname(), startTicks: startTicksOf(process.pid), since: now };
@@ -35,7 +35,7 @@ export function currentProcess(now: number = Date.now()): ProcessIdentity {
  * counts as alive: taking a folder from a live engine is the one mistake
  * this must never make.
  */
-export function isAlive(holder: ProcessIdentity): boolean {
+export function isAlive(holder: Pick<ProcessIdentity, 'pid' | 'host' | 'startTicks'>): boolean {
   if (holder.host !== hostname()) return true;
   try {
     process.kill(holder.pid, 0);

@@ -7,4 +7,10 @@ export interface ApiCaller {
   readonly bus: Bus;
   readonly subjects: Subjects;
   call<M extends ApiMethod>(method: M, params: ApiParamsIn<M>): Promise<ApiResults[M]>;
+  /**
+   * Sends a request whose answer nobody waits for (a courtesy such as
+   * dropping a watch that would lapse by itself): no timer is left behind,
+   * so it never keeps a process up that is done.
+   */
+  notify<M extends ApiMethod>(method: M, params: ApiParamsIn<M>): void;
 }

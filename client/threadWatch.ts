@@ -360,6 +360,10 @@ export class ThreadWatch {
     this.liveListeners.clear();
     this.store.trigger.statusChanged({ status: 'closed' });
     // The server drops a lapsed watch by itself; telling it is only courtesy, so a failure here is no one's concern.
-    if (this.watchId) this.client.call('thread.unwatch', { watchId: this.watchId }).catch(() => undefined);
+    try {
+      if (this.watchId) this.client.notify('thread.unwatch', { watchId: this.watchId });
+    } catch {
+      // A bus already closed: the watch lapses on the server by itself.
+    }
   }
 }

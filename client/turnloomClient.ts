@@ -28,15 +28,26 @@ export class TurnloomClient implements ApiCaller {
 
   /** Calls a method; a `{ error }` answer is thrown as a `TurnloomError` with its code. */
   async call<M extends ApiMethod>(method: M, params: ApiParamsIn<M>): Promise<ApiResults[M]> {
-    const contentType = this.options.contentType ?? MSGPACK;
-    const headers: Record<string, string> = { 'content-type': contentType };
-    if (this.options.token) headers.authorization = `Bearer ${this.options.token}`;
+    const { contentType, headers } = this.envelope();
     const reply = await this.bus.request(this.subjects.api(method), encode(params, contentType), { headers, timeoutMs: this.options.timeoutMs ?? 10_000 });
     const body = decode(reply.data, reply.headers['content-type'] === 'application/json' ? 'application/json' : contentType) as
       | { result: ApiResults[M] }
       | { error: ErrorBody };
     if ('error' in body) throw TurnloomError.fromJSON(body.error);
     return body.result;
+  }
+
+  notify<M extends ApiMethod>(method: M, params: ApiParamsIn<M>): void {
+    const { contentType, headers } = this.envelope();
+    // The API answers only requests with an inbox to answer to: this one is nobody's.
+    this.bus.publish(this.subjects.api(method), encode(params, contentType), { headers, reply: this.bus.inbox() });
+  }
+
+  private envelope(): { contentType: ContentType; headers: Record<string, string> } {
+    const contentType = this.options.contentType ?? MSGPACK;
+    const headers: Record<string, string> = { 'content-type': contentType };
+    if (this.options.token) headers.authorization = `Bearer ${this.options.token}`;
+    return { contentType, headers };
   }
 
   /** A live, self-healing view of one thread (see `ThreadWatch`). */

@@ -38,6 +38,14 @@ export type InterruptCause = 'provider' | 'deadline' | 'repair' | 'workerLost' |
 /** The environment a thread runs in when it names none. */
 export const DEFAULT_ENVIRONMENT = 'default';
 
+/** Which process a worker runs in, precisely enough to tell it from a later one that reuses its pid. */
+export interface WorkerProcess {
+  host: string;
+  pid: number;
+  /** Its start time in clock ticks since boot (Linux); `null` where the system does not say. */
+  startTicks: number | null;
+}
+
 /**
  * The durable log of a thread. Every fact turnloom knows is one of these; the
  * read model is a fold of them and the lifecycle actors are restored from them.
@@ -112,8 +120,21 @@ export type DomainEvent =
    * fenced. With it goes a key only the worker was told (here, its hash),
    * so a token, which anyone can guess, is not enough to write.
    */
-  | { type: 'turn.leased'; turnId: string; workerId: string; token: number; keyHash: string }
-  /** The worker stopped renewing (or was lost): its open step is closed, and the turn waits for another. */
+  | {
+      type: 'turn.leased';
+      turnId: string;
+      workerId: string;
+      token: number;
+      keyHash: string;
+      /** The worker's process, as its heartbeat named it: an engine that restarts on its host can tell it died. Absent in older logs. */
+      process?: WorkerProcess | null;
+    }
+  /**
+   * The worker stopped renewing (or was lost). A step still streaming is
+   * closed; a step whose answer is complete keeps its open tool calls (only
+   * one that was running gets an unknown outcome), and the next worker runs
+   * them. The turn waits for another worker.
+   */
   | { type: 'turn.leaseLost'; turnId: string; workerId: string; token: number; reason: string }
   | {
       type: 'step.started';

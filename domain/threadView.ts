@@ -1,4 +1,4 @@
-import type { CompactionSetting, PartKind, ProviderChoice, ToolOutcome, Usage } from './domainEvents.ts';
+import type { CompactionSetting, PartKind, ProviderChoice, ToolOutcome, Usage, WorkerProcess } from './domainEvents.ts';
 import type { FileChange, TurnCheckpoint } from './checkpoints.ts';
 import type { PermissionMode, Permissions } from './permissions.ts';
 import type { ProviderMessage, ToolKind } from './providerAdapter.ts';
@@ -77,7 +77,7 @@ export interface TurnView {
   error: string | null;
   interrupt: { reason: string; cause: string | null } | null;
   /** The worker that holds the turn now, and its fencing token; `null` while no worker holds it. */
-  lease: { workerId: string; token: number; keyHash: string; since: number } | null;
+  lease: { workerId: string; token: number; keyHash: string; since: number; process: WorkerProcess | null } | null;
   /** How many times a worker was given the turn: more than one means it was resumed after losing one. */
   leases: number;
   /** This run's permission mode, when it is not the thread's. */

@@ -1,4 +1,5 @@
 import type { Bus, ProviderAdapter, ProviderChoice, ThreadStore } from '../domain/index.ts';
+import { isAlive } from '../adapters/processIdentity.ts';
 import { type Subjects, subjects as subjectsFor } from '../bus/index.ts';
 import { ApiServer, type AuthConfig, Authenticator, DEFAULT_MAX_PAYLOAD, ThreadWatches, type ThreadWatchesOptions, eventLimitFor, publishCommittedEvents, publishInspections } from './api/index.ts';
 import { WorkerGateway, type WorkerGatewayOptions } from './dispatch/workerGateway.ts';
@@ -67,7 +68,8 @@ export async function startTurnloomServer(options: TurnloomServerOptions): Promi
     unpublishInspections();
   };
   const watches = new ThreadWatches(options.bus, subjects, options.watches).start(engine);
-  const gateway = new WorkerGateway(options.bus, subjects, engine, watches, { ...options.workers, maxPayloadBytes });
+  // A worker that ran on this host in a process that is gone (the one that held the data folder before, say) holds nothing.
+  const gateway = new WorkerGateway(options.bus, subjects, engine, watches, { processGone: (process) => !isAlive(process), ...options.workers, maxPayloadBytes });
   let api: ApiServer;
   try {
     api = await new ApiServer({

@@ -64,27 +64,42 @@ export type Script = z.output<typeof scriptSchema>;
 export type ScriptInput = z.input<typeof scriptSchema>;
 type ToolCallItem = Extract<Script['steps'][number][number], { toolCall: unknown }>['toolCall'];
 
-/** What the scripted provider says when no script is given: a short turn with a tool that needs approval. */
-export function defaultScript(userText: string): ScriptInput {
+/**
+ * What the scripted provider says when no script is given: it lists the
+ * workspace with the real `list` tool (a read), then says what that call
+ * actually gave — the entries, or why it could not look — never a canned
+ * listing.
+ */
+export function defaultScript(request: ProviderRequest): ScriptInput {
+  const userText = lastUserText(request);
   const quoted = userText.length > 200 ? `${userText.slice(0, 200)}…` : userText;
+  const listed = lastToolResult(request);
+  const entries = listed && !listed.isError ? listed.output.split('\n').filter((line) => line.trim() !== '') : [];
+  const found = !listed
+    ? 'I did not get to look at the workspace.'
+    : listed.isError
+      ? `I could not list the workspace: ${firstLine(listed.output)}.`
+      : entries.length === 0 || entries[0]!.startsWith('(')
+        ? 'The workspace is empty.'
+        : `The workspace's top level holds ${entries.length > 6 ? `${entries.slice(0, 6).join(', ')} and more` : entries.join(', ')}.`;
   return {
     delayMs: 15,
     steps: [
       [
         { reasoning: `The user wrote: "${quoted}". Look at the workspace before answering.` },
         { text: 'Let me look at the workspace first.' },
-        { toolCall: { name: 'list_files', input: { path: '.' }, result: 'README.md\npackage.json\nsrc/', approval: true } },
+        { toolCall: { name: 'list', input: { path: '.' } } },
       ],
       [
         {
-          text:
-            `The workspace holds README.md, package.json and src/. You said: "${quoted}". ` +
-            'This answer comes from turnloom’s scripted provider; set OPENAI_API_KEY or ANTHROPIC_API_KEY to talk to a real model.',
+          text: `${found} You said: "${quoted}". This answer comes from turnloom’s scripted provider; set OPENAI_API_KEY or ANTHROPIC_API_KEY to talk to a real model.`,
         },
       ],
     ],
   };
 }
+
+const firstLine = (text: string) => (text.split('\n').find((line) => line.trim() !== '') ?? text).slice(0, 200);
 
 const abortError = () => new DOMException('The scripted call was aborted', 'AbortError');
 
@@ -95,6 +110,16 @@ function stepIndexOf(request: ProviderRequest): number {
     if (request.messages[i]!.role === 'assistant') index += 1;
   }
   return index;
+}
+
+/** The result of the turn's latest tool call, if the conversation has one since the user last spoke. */
+function lastToolResult(request: ProviderRequest): { output: string; isError: boolean } | null {
+  for (let i = request.messages.length - 1; i >= 0; i--) {
+    const message = request.messages[i]!;
+    if (message.role === 'user') return null;
+    if (message.role === 'tool') return message;
+  }
+  return null;
 }
 
 function lastUserText(request: ProviderRequest): string {
@@ -121,7 +146,7 @@ export class ScriptedProvider implements ProviderAdapter {
   private readonly failures = new Map<string, number>();
 
   constructor(script?: ScriptInput | ((request: ProviderRequest) => ScriptInput)) {
-    this.script = (request) => scriptSchema.parse(typeof script === 'function' ? script(request) : (script ?? defaultScript(lastUserText(request))));
+    this.script = (request) => scriptSchema.parse(typeof script === 'function' ? script(request) : (script ?? defaultScript(request)));
     this.sideScript = (request, kind) => {
       const base = scriptSchema.parse(typeof script === 'object' ? script : { steps: [[]] });
       return { ...base, steps: [base.sideWork?.[kind] ?? [{ text: scriptedSideAnswer(kind, lastUserText(request)) }]] };

@@ -1,5 +1,5 @@
 import { JSON_TYPE, type Subjects, contentTypeOf, decode, encode } from '../../bus/index.ts';
-import { type Bus, BusError, type BusMessage, type BusSubscription, type ErrorBody, type FileChange, type StoredEvent, TurnloomError } from '../../domain/index.ts';
+import { type Bus, BusError, type BusMessage, type BusSubscription, type ErrorBody, type FileChange, type StoredEvent, TurnloomError, type WorkerProcess } from '../../domain/index.ts';
 import { type ApiContext, apiHandlers } from '../api/apiHandlers.ts';
 import type { Principal } from '../api/auth.ts';
 import { replyBudgetFor } from '../api/apiServer.ts';
@@ -7,6 +7,7 @@ import { Inflight, answerRequest, parseParams } from '../api/requestReply.ts';
 import { type ThreadWatches, WORKER_PRINCIPAL_PREFIX } from '../api/threadWatches.ts';
 import { type CommandResult, systemCommandId } from '../engine/commands.ts';
 import { leaseKeyHash } from '../engine/decide.ts';
+import { isHandOverState } from '../engine/settleTurn.ts';
 import type { Engine } from '../engine/engine.ts';
 import {
   type Claim,
@@ -37,6 +38,8 @@ export interface WorkerGatewayOptions {
   maxResumes?: number;
   maxPayloadBytes: number;
   now?: () => number;
+  /** Whether a worker's process is known to be gone (default: never known, so every lease waits for its timeout). */
+  processGone?: (process: WorkerProcess) => boolean;
 }
 
 interface HeldLease {
@@ -78,22 +81,32 @@ export class WorkerGateway {
   ) {
     const leaseTimeoutMs = options.leaseTimeoutMs ?? 10_000;
     // Several heartbeats fit in a lease, so one lost message does not lose it.
-    this.options = { leaseTimeoutMs, heartbeatMs: Math.min(2_000, Math.floor(leaseTimeoutMs / 4)), maxResumes: 2, now: Date.now, ...options };
+    this.options = { leaseTimeoutMs, heartbeatMs: Math.min(2_000, Math.floor(leaseTimeoutMs / 4)), maxResumes: 2, now: Date.now, processGone: () => false, ...options };
     this.registry = new WorkerRegistry(this.options.leaseTimeoutMs);
   }
 
-  /** Starts serving workers; leases found open get a full timeout to be renewed (their workers may have outlived a restart). */
+  /**
+   * Starts serving workers. Leases found open get a full timeout to be
+   * renewed (their workers may have outlived a restart), except those of a
+   * worker whose process is known to be gone (it ran on this host, in the
+   * process that held the data folder before, say): they expire at once, so
+   * their turns resume now rather than a lease timeout later.
+   */
   async start(): Promise<this> {
     this.unsubscribe = this.engine.onCommitted((events) => this.react(events));
     const now = this.options.now();
+    const gone: HeldLease[] = [];
     this.scan = this.engine
       .forEachOpenTurn((threadId, turn) => {
         const lease = turn.lease;
         // A lease a commit already told us about (renewed, lost, new) is newer than the row we read.
         if (lease && !this.leases.has(leaseKey(threadId, turn.id))) {
-          this.leases.set(leaseKey(threadId, turn.id), { threadId, turnId: turn.id, workerId: lease.workerId, token: lease.token, expiresAt: now + this.options.leaseTimeoutMs });
+          const held = { threadId, turnId: turn.id, workerId: lease.workerId, token: lease.token, expiresAt: now + this.options.leaseTimeoutMs };
+          this.leases.set(leaseKey(threadId, turn.id), held);
+          if (lease.process && this.options.processGone(lease.process)) gone.push(held);
         }
       })
+      .then(() => this.expire(gone, (lease) => `the process of worker ${lease.workerId} is gone`))
       .catch((error: unknown) => console.error('turnloom workers: could not read the open turns', error));
     this.subscription = this.bus.subscribe(this.subjects.workerAll, (message) => this.inflight.track(this.handle(message)), { queue: WORKER_QUEUE_GROUP });
     this.ticker = setInterval(() => this.tick(), Math.min(1_000, this.options.heartbeatMs));
@@ -211,6 +224,7 @@ export class WorkerGateway {
       turnId: claim.turnId,
       workerId: claim.workerId,
       keyHash: claim.keyHash,
+      process: { host: worker.host, pid: worker.pid, startTicks: worker.startTicks },
     });
     return { token: result.toThreadSeq };
   }
@@ -310,7 +324,7 @@ export class WorkerGateway {
     // The thread's summary and the one turn's row: a waiting thread with a long history is not read whole.
     const summary = this.engine.summary(threadId);
     const turn = this.engine.readTurn(threadId, turnId);
-    if (!summary || summary.openTurnId !== turnId || !turn || turn.lease || (turn.state !== 'requested' && turn.state !== 'running.betweenSteps')) return false;
+    if (!summary || summary.openTurnId !== turnId || !turn || turn.lease || !isHandOverState(turn)) return false;
     const offer: Offer = { threadId, turnId };
     this.bus.publish(this.subjects.offers(summary.environment), encode(offer, JSON_TYPE), { headers: { 'content-type': JSON_TYPE } });
     return true;
@@ -355,8 +369,14 @@ export class WorkerGateway {
 
   private async expireLapsed(): Promise<void> {
     const now = this.options.now();
-    for (const lease of [...this.leases.values()]) {
-      if (lease.expiresAt > now) continue;
+    await this.expire(
+      [...this.leases.values()].filter((lease) => lease.expiresAt <= now),
+      (lease) => `no heartbeat from worker ${lease.workerId} for ${this.options.leaseTimeoutMs} ms`,
+    );
+  }
+
+  private async expire(leases: readonly HeldLease[], why: (lease: HeldLease) => string): Promise<void> {
+    for (const lease of leases) {
       await this.engine
         .submit({
           type: 'turn.expireLease',
@@ -364,7 +384,7 @@ export class WorkerGateway {
           threadId: lease.threadId,
           turnId: lease.turnId,
           token: lease.token,
-          reason: `no heartbeat from worker ${lease.workerId} for ${this.options.leaseTimeoutMs} ms`,
+          reason: why(lease),
           maxResumes: this.options.maxResumes,
         })
         .catch(ignoreSettled);

@@ -159,6 +159,8 @@ export const helloSchema = z
     workspace: z.string().max(4_096).nullable(),
     host: z.string().min(1).max(255),
     pid: z.number().int().min(0),
+    /** Its process's start time in clock ticks since boot, so a pid taken by a later process is told apart (absent: unknown). */
+    startTicks: z.number().int().min(0).nullable().default(null),
     capacity: z.number().int().min(1).max(1_000),
     /** The turns it runs, with their tokens: each one's lease is renewed by this heartbeat. */
     running: z.array(z.object({ threadId: id, turnId: id, token: z.number().int().min(1) }).strict()).max(1_000),

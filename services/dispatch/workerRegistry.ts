@@ -7,6 +7,7 @@ export interface WorkerInfo {
   workspace: string | null;
   host: string;
   pid: number;
+  startTicks: number | null;
   capacity: number;
   /** Turns it said it runs, at its last heartbeat. */
   runningTurns: number;
@@ -36,6 +37,7 @@ export class WorkerRegistry {
       workspace: hello.workspace,
       host: hello.host,
       pid: hello.pid,
+      startTicks: hello.startTicks,
       capacity: hello.capacity,
       runningTurns: hello.running.length,
       firstSeen: known?.firstSeen ?? now,

@@ -1,4 +1,4 @@
-import type { CompactionSetting, DomainEvent, FileChange, PermissionMode, PermissionRule, Permissions, ProviderChoice, Refusal, SideTaskReport } from '../../domain/index.ts';
+import type { CompactionSetting, DomainEvent, WorkerProcess, FileChange, PermissionMode, PermissionRule, Permissions, ProviderChoice, Refusal, SideTaskReport } from '../../domain/index.ts';
 
 export type { Refusal };
 import type { TurnOutcome } from './settleTurn.ts';
@@ -93,6 +93,8 @@ export type SystemCommand =
       workerId: string;
       /** The hash of the key the worker was given; the key itself is never stored. */
       keyHash: string;
+      /** The worker's process, as its heartbeat named it. */
+      process?: WorkerProcess | null;
     }
   | {
       /**

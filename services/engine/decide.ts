@@ -5,7 +5,7 @@ import { createHash } from 'node:crypto';
 import type { Command, LeaseProof, Refusal } from './commands.ts';
 import { recordSideWork } from './recordSideWork.ts';
 import { revertScope } from './revertScope.ts';
-import { closeOpenStep, settleOpenTurn } from './settleTurn.ts';
+import { closeOpenStep, holdOpenStep, isHandOverState, isResumableStep, settleOpenTurn } from './settleTurn.ts';
 import type { ThreadDraft } from './threadDraft.ts';
 import { followQueue, startTurn } from './turnQueue.ts';
 
@@ -106,6 +106,15 @@ function expireLease(draft: ThreadDraft, command: Extract<Command, { type: 'turn
     settleOpenTurn(draft, turnId, { kind: 'interrupted', cause: 'workerLost', reason });
   } else if (turn().leases > command.maxResumes) {
     settleOpenTurn(draft, turnId, { kind: 'failed', error: `the turn lost its worker ${turn().leases} times (last: ${reason}); it is not resumed again` });
+  } else if (isResumableStep(turn())) {
+    const held = holdOpenStep(draft, turnId, `worker ${workerId} was lost while it ran: ${reason}`);
+    draft.emit({
+      type: 'activity.recorded',
+      turnId,
+      kind: 'repair',
+      message: `worker ${workerId} was lost (${reason}); the step's remaining tool calls wait for another worker`,
+      data: { workerId, ...held },
+    });
   } else {
     const closed = closeOpenStep(draft, turnId, `worker ${workerId} was lost: ${reason}`, false);
     draft.emit({ type: 'activity.recorded', turnId, kind: 'repair', message: `worker ${workerId} was lost (${reason}); the turn waits for another worker`, data: { workerId, ...closed } });
@@ -202,9 +211,9 @@ function decideCommand(command: Command, draft: ThreadDraft): Refusal[] {
       requireOpenTurn(draft, command.turnId, 'turn.leased');
       const turn = draft.view.turns[command.turnId]!;
       if (turn.lease) throw conflict(`turn ${command.turnId} is held by worker ${turn.lease.workerId}`, { turnId: command.turnId, holder: turn.lease.workerId });
-      // A turn is handed over only where a worker can pick it up: before it starts, or between steps after losing one.
-      if (turn.state !== 'requested' && turn.state !== 'running.betweenSteps') throw new IllegalTransition('turn', turn.state, 'turn.leased', turn.id);
-      draft.emit({ type: 'turn.leased', turnId: command.turnId, workerId: command.workerId, token: draft.view.seq + 1, keyHash: command.keyHash });
+      // A turn is handed over only where a worker can pick it up: before it starts, between steps, or with a step whose answer is complete.
+      if (!isHandOverState(turn)) throw new IllegalTransition('turn', turn.state, 'turn.leased', turn.id);
+      draft.emit({ type: 'turn.leased', turnId: command.turnId, workerId: command.workerId, token: draft.view.seq + 1, keyHash: command.keyHash, process: command.process ?? null });
       return [];
     }
     case 'turn.expireLease':

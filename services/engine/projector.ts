@@ -248,7 +248,7 @@ function applyContent(view: ThreadView, event: DomainEvent, at: number, seq: num
     case 'turn.started':
       return mapTurn(view, event.turnId, (turn) => ({ ...turn, startedAt: turn.startedAt ?? at }));
     case 'turn.leased':
-      return mapTurn(view, event.turnId, (turn) => ({ ...turn, lease: { workerId: event.workerId, token: event.token, keyHash: event.keyHash, since: at }, leases: turn.leases + 1 }));
+      return mapTurn(view, event.turnId, (turn) => ({ ...turn, lease: { workerId: event.workerId, token: event.token, keyHash: event.keyHash, since: at, process: event.process ?? null }, leases: turn.leases + 1 }));
     case 'turn.leaseLost':
       return mapTurn(view, event.turnId, (turn) => ({ ...turn, lease: null }));
     case 'step.started':

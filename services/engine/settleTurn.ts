@@ -1,4 +1,4 @@
-import { type InterruptCause, type ToolOutcome, isOpenPart } from '../../domain/index.ts';
+import { type InterruptCause, type ToolOutcome, type TurnView, isOpenPart } from '../../domain/index.ts';
 import type { ThreadDraft } from './threadDraft.ts';
 
 /** How an open turn ends when it cannot end on its own. */
@@ -51,6 +51,41 @@ export function closeOpenStep(draft: ThreadDraft, turnId: string, reason: string
     draft.emit({ type: 'step.finished', turnId, step: closedStep, outcome: failed ? 'error' : 'interrupted', finishReason: null, usage: null, error: reason });
   }
   return { settledParts, closedStep };
+}
+
+/** Tool calls of a complete answer that have not started: they can be run by whoever holds the turn next. */
+const notStartedCallStates = new Set(['running.tool.inputReady', 'running.tool.awaitingApproval']);
+const toolPhaseStates = new Set(['running.responded', 'running.runningTools', 'running.awaitingApproval']);
+
+/**
+ * Whether a turn that loses its worker can keep its open step: the model's
+ * answer is complete, every open part is a tool call that is waiting or
+ * running, and at least one has not started. Its calls (and their
+ * approvals, granted or still pending) are then run by the next worker,
+ * exactly once; a step still streaming cannot be picked up and is closed.
+ */
+export function isResumableStep(turn: Pick<TurnView, 'state' | 'messages'>): boolean {
+  if (!toolPhaseStates.has(turn.state)) return false;
+  const open = turn.messages[1].parts.filter(isOpenPart);
+  return open.every((part) => part.tool !== null && (notStartedCallStates.has(part.state) || part.state === 'running.tool.executing')) && open.some((part) => notStartedCallStates.has(part.state));
+}
+
+/** Where a worker can take a turn up: before it starts, between steps, or in a step it can resume. */
+export const isHandOverState = (turn: Pick<TurnView, 'state' | 'messages'>): boolean => turn.state === 'requested' || turn.state === 'running.betweenSteps' || isResumableStep(turn);
+
+/**
+ * Keeps a resumable step open for the next worker: only a call that was
+ * running gets its result, an unknown outcome (it may have had effects, so
+ * it is never run again); calls not started and their approvals stay as the
+ * log has them.
+ */
+export function holdOpenStep(draft: ThreadDraft, turnId: string, reason: string): { unknownOutcome: string[]; waiting: string[] } {
+  const parts = draft.view.turns[turnId]!.messages[1].parts;
+  const unknownOutcome = parts.filter((part) => part.tool && part.state === 'running.tool.executing');
+  for (const part of unknownOutcome) {
+    draft.emit({ type: 'part.interrupted', turnId, partId: part.id, reason, tool: { toolCallId: part.tool!.callId, outcome: 'unknown', result: toolResultText.unknown } });
+  }
+  return { unknownOutcome: unknownOutcome.map((part) => part.id), waiting: parts.filter((part) => notStartedCallStates.has(part.state)).map((part) => part.id) };
 }
 
 const settleNotes: Record<Exclude<InterruptCause, 'provider'>, { kind: 'repair' | 'info'; message: (reason: string) => string }> = {

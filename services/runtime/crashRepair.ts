@@ -2,6 +2,7 @@ import { setImmediate as yieldToOthers } from 'node:timers/promises';
 import { systemCommandId } from '../engine/commands.ts';
 import type { Engine } from '../engine/engine.ts';
 import { machinesVersion } from '../engine/machinesVersion.ts';
+import { isHandOverState } from '../engine/settleTurn.ts';
 
 export interface CrashRepairOptions {
   /** Whether a live worker still holds an open turn found at start. Default: none does (they ran in the process that died). */
@@ -46,8 +47,8 @@ export class CrashRepair {
   private async repair(threadId: string, turnId: string): Promise<boolean> {
     try {
       const turn = this.engine.readTurn(threadId, turnId);
-      // Waiting for a worker (not started, or between steps after losing one) is not broken; a lease has its own clock.
-      if (!turn || turn.state === 'requested' || turn.state === 'running.betweenSteps' || turn.lease) return false;
+      // Waiting for a worker (not started, between steps, or with tool calls to run after losing one) is not broken; a lease has its own clock.
+      if (!turn || isHandOverState(turn) || turn.lease) return false;
       if (await this.options.hasLiveWorker?.(threadId, turnId)) return false;
       await this.engine.submit({
         type: 'turn.repair',

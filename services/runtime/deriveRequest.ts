@@ -58,10 +58,11 @@ export function deriveMessages(view: ThreadView): ProviderMessage[] {
   return messages;
 }
 
-export function systemPrompt(view: ThreadView): string {
+/** The system prompt, naming the workspace of the worker that runs the turn (where its tools work), not the one the thread was created with. */
+export function systemPrompt(workspace: string | null): string {
   return [
     'You are a careful coding agent working for the user in a shared thread.',
-    view.workspace ? `Your workspace is ${view.workspace}.` : 'No workspace is attached to this thread.',
+    workspace ? `Your workspace is ${workspace}.` : 'No workspace is attached to this thread.',
     'Tool calls may wait for a person to approve them; a refused call comes back as an error result.',
   ].join(' ');
 }

@@ -28,4 +28,9 @@ export class LeasedThread {
     if (!Object.hasOwn(leasedReadSchemas, method)) throw new TurnloomError('invalid_payload', `a worker reads threads, it does not call ${method}`);
     return this.link.call<ApiResults[M]>(method as keyof typeof leasedReadSchemas, { ...this.proof, ...params });
   }
+
+  notify<M extends ApiMethod>(method: M, params: ApiParamsIn<M>): void {
+    if (!Object.hasOwn(leasedReadSchemas, method)) throw new TurnloomError('invalid_payload', `a worker reads threads, it does not call ${method}`);
+    this.link.notify(method as keyof typeof leasedReadSchemas, { ...this.proof, ...params });
+  }
 }

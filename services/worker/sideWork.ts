@@ -4,6 +4,7 @@ import type { LeaseProof, SideWorkRequest } from '../dispatch/workerProtocol.ts'
 import { type SideTask, sideWorkDue } from './sideWorkDue.ts';
 import { sideLineOf, sideWorkRequest } from './sideWorkRequest.ts';
 import { type Answer, collectAnswer } from './collectAnswer.ts';
+import { unboundedController } from './unboundedController.ts';
 import type { WorkerLink } from './workerLink.ts';
 
 export interface SideWorkOptions {
@@ -52,7 +53,8 @@ const expected = (error: unknown) => error instanceof TurnloomError && ['conflic
  */
 export class SideWork {
   private readonly running = new Set<Promise<void>>();
-  private readonly closing = new AbortController();
+  /** One listener per side task running, each removed when its task ends: as many as turns settle at once, not a leak. */
+  private readonly closing = unboundedController();
 
   constructor(
     private readonly link: WorkerLink,

@@ -50,7 +50,7 @@ export async function prepareRequest(work: TurnWork, adapter: ProviderAdapter, t
     }
     if (outbox.lastSeq !== written) messages = deriveMessages(view());
   }
-  let request: ProviderRequest = { model: view().turns[turnId]!.provider.model, system: systemPrompt(view()), messages, tools };
+  let request: ProviderRequest = { model: view().turns[turnId]!.provider.model, system: systemPrompt(work.workspace), messages, tools };
   for (const hook of hooks.request ?? []) {
     const changed = await runHook('request', hook, () => hook.run(context(), request));
     if (!changed || changed === request) continue;

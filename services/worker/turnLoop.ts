@@ -30,6 +30,7 @@ import {
   retryActivity,
   toolOutcomeEvent,
 } from '../engine/turnRules.ts';
+import { isResumableStep } from '../engine/settleTurn.ts';
 import { requestDigest } from '../runtime/deriveRequest.ts';
 import { type RetryPolicy, retryDelay } from '../runtime/retryPolicy.ts';
 import { type LiveDelta, StepIngestion } from '../runtime/stepIngestion.ts';
@@ -74,6 +75,8 @@ export interface TurnWork {
   fold: ThreadWatch;
   outbox: Outbox;
   adapter: ProviderAdapter | undefined;
+  /** The folder the worker's tools work in (`null`: it serves none). */
+  workspace: string | null;
   /** The workspace's tools, run for every call the provider does not run itself. */
   tools: ToolExecutor | undefined;
   /** Where the work tree is captured before the turn's first change and after it; `off` says why it is not. */
@@ -123,7 +126,9 @@ export async function runTurn(work: TurnWork): Promise<void> {
     const tools = turnTools(adapter.tools, work.tools);
     let attempt = 1;
     let hookRetries = 0;
+    if (isResumableStep(turn())) await resumeStep(work, tools);
     let answered = turn().steps.filter((step) => step.outcome === 'toolCalls').length;
+    if (answered >= options.maxSteps) throw stepLimit(options.maxSteps);
     for (let step = turn().steps.length + 1; ; step++) {
       if (signal.aborted) throw signal.reason;
       await reachWritten(work);
@@ -281,6 +286,31 @@ async function streamStep(work: TurnWork, adapter: ProviderAdapter, request: Pro
   }
 }
 
+/**
+ * The step a lost worker left with its answer complete: its tool calls that
+ * never started run now, in order, behind the approvals the log has for
+ * them (a decision made while nobody held the turn counts; a pending one is
+ * waited for), and the step closes like any other. A call that was running
+ * already has its unknown outcome and is never run again.
+ */
+async function resumeStep(work: TurnWork, tools: ToolExecutor): Promise<void> {
+  const { turnId, outbox } = work;
+  const turn = () => work.fold.context.view!.turns[turnId]!;
+  const step = work.fold.context.view!.cursor.openStep!;
+  const calls = turn()
+    .messages[1].parts.filter((part) => part.step === step && part.tool !== null)
+    .map((part): ToolCall => ({ callId: part.tool!.callId, name: part.tool!.name, input: part.tool!.input }));
+  if (turn().state === 'running.responded') await outbox.record([{ type: 'tools.started', turnId, step, toolCallIds: calls.map((call) => call.callId) }]);
+  for (const call of calls) {
+    await runTool(work, call, tools);
+    if (work.signal.aborted) throw work.signal.reason;
+  }
+  const recorded = turn().steps.find((candidate) => candidate.step === step);
+  await outbox.record([
+    closeStep(turnId, { step, usage: recorded?.usage ?? null, stopReason: null, rawReason: recorded?.finishReason ?? null, toolCalls: calls }, 'toolCalls'),
+  ]);
+}
+
 /** The part of the open turn that holds this tool call, as the fold has it now. */
 const partOf = (work: TurnWork, call: ToolCall): PartView | undefined =>
   work.fold.context.view!.turns[work.turnId]!.messages[1].parts.find((candidate) => candidate.tool?.callId === call.callId);
@@ -289,29 +319,36 @@ async function runTool(work: TurnWork, call: ToolCall, tools: ToolExecutor): Pro
   const { turnId, signal, options } = work;
   await reachWritten(work);
   const part = partOf(work, call);
-  if (!part || part.state !== 'running.tool.inputReady') return; // refused earlier; its diagnostic says why
+  const approvalId = part && approvalIdFor(part.id);
+  const asked = part && work.fold.context.view!.turns[turnId]!.approvals.find((approval) => approval.id === approvalId);
+  // Denied while nobody held the turn (a resumed step): the part is closed, and acting on the refusal is consuming it.
+  if (asked?.state === 'denied') await work.outbox.record([{ type: 'approval.consumed', turnId, approvalId: asked.id }]);
+  // Refused earlier (its diagnostic says why), or already run; a call asked about before a lost worker resumes here.
+  if (!part || !(part.state === 'running.tool.inputReady' || part.state === 'running.tool.awaitingApproval')) return;
   const partId = part.id;
   const executing: DomainEvent = { type: 'tool.executing', turnId, partId, toolCallId: call.callId };
   const { kind, subject } = tools.classify(call);
   const view = work.fold.context.view!;
   const mode = view.turns[turnId]!.mode ?? view.permissions.mode;
-  const permission = decidePermission(view.permissions, mode, { tool: call.name, kind, subject });
+  // A call a person was already asked about goes by their answer, not by a second question.
+  const permission = asked ? 'ask' : decidePermission(view.permissions, mode, { tool: call.name, kind, subject });
   if (permission === 'deny') {
     await work.outbox.record([{ type: 'part.failed', turnId, partId, error: refusal(mode, kind) }]);
     return;
   }
   const consumed: DomainEvent[] = [];
   if (permission === 'ask') {
-    const approvalId = approvalIdFor(partId);
-    await work.outbox.record([{ type: 'approval.requested', turnId, approvalId, partId, toolCallId: call.callId, toolName: call.name, input: call.input, kind, subject }]);
-    await reachWritten(work);
+    if (!asked) {
+      await work.outbox.record([{ type: 'approval.requested', turnId, approvalId: approvalId!, partId, toolCallId: call.callId, toolName: call.name, input: call.input, kind, subject }]);
+      await reachWritten(work);
+    }
     // Refused by the machines (the turn is being stopped): nobody will answer, so nothing runs.
     if (!work.fold.context.view!.turns[turnId]!.approvals.some((approval) => approval.id === approvalId)) return;
-    const decision = await decided(work, approvalId);
+    const decision = await decided(work, approvalId!);
     // Acting on the decision is consuming it, a refusal included: the second confirmation.
-    if (decision === 'denied') await work.outbox.record([{ type: 'approval.consumed', turnId, approvalId }]);
+    if (decision === 'denied') await work.outbox.record([{ type: 'approval.consumed', turnId, approvalId: approvalId! }]);
     if (decision !== 'granted') return;
-    consumed.push({ type: 'approval.consumed', turnId, approvalId });
+    consumed.push({ type: 'approval.consumed', turnId, approvalId: approvalId! });
   }
   if (kind !== 'read') await captureBefore(work);
   await work.outbox.record([...consumed, executing]);

@@ -2,7 +2,8 @@ import type { ToolCall, ToolExecutor, ToolResult } from '../../domain/index.ts';
 
 const noWorkspace: ToolExecutor = {
   specs: () => [],
-  classify: () => ({ kind: 'command', subject: '' }),
+  // Nothing can run here, so there is nothing to ask anyone about: the call only gets its error.
+  classify: () => ({ kind: 'read', subject: '' }),
   execute: async (call) => ({ output: `no tool named ${call.name} is available: this worker serves no workspace`, isError: true }),
 };
 

@@ -1,6 +1,7 @@
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import { z } from 'zod';
+import { startTicksOf } from '../../adapters/processIdentity.ts';
 import { JSON_TYPE, type Subjects, decode, subjects as subjectsFor } from '../../bus/index.ts';
 import { ThreadWatch } from '../../client/threadWatch.ts';
 import { type Bus, type BusSubscription, DEFAULT_ENVIRONMENT, type ProviderAdapter, type ProviderChoice, type ToolExecutor, TurnloomError, type WorkspaceCheckpoints } from '../../domain/index.ts';
@@ -11,6 +12,7 @@ import { defaultRetryPolicy } from '../runtime/retryPolicy.ts';
 import { LeasedThread } from './leasedThread.ts';
 import { LiveBatcher } from './liveBatcher.ts';
 import { SideWork, type SideWorkOptions } from './sideWork.ts';
+import { unboundedController } from './unboundedController.ts';
 import { Outbox, type OutboxBounds } from './outbox.ts';
 import { compactionHooks } from './compaction.ts';
 import { type CheckpointSetting, type StopReason, type TurnLoopOptions, runTurn } from './turnLoop.ts';
@@ -53,6 +55,7 @@ interface Run {
 }
 
 const offerSchema = z.object({ threadId: z.string().min(1).max(128), turnId: z.string().min(1).max(128) }).strict();
+const ownStartTicks = startTicksOf(process.pid);
 const runKey = (threadId: string, turnId: string) => `${threadId}/${turnId}`;
 
 /**
@@ -71,7 +74,8 @@ export class Worker {
   private readonly subjects: Subjects;
   private readonly link: WorkerLink;
   private readonly runs = new Map<string, Run>();
-  private readonly closing = new AbortController();
+  /** Every turn's outbox listens to it while it waits to retry a write: one listener per running turn. */
+  private readonly closing = unboundedController();
   private readonly loop: TurnLoopOptions;
   private readonly hooks: TurnHooks;
   private readonly bounds: OutboxBounds;
@@ -156,6 +160,7 @@ export class Worker {
         workspace: this.options.workspace ?? null,
         host: hostname(),
         pid: process.pid,
+        startTicks: ownStartTicks,
         capacity: this.capacity,
         running,
       });
@@ -237,6 +242,7 @@ export class Worker {
         fold,
         outbox,
         adapter: this.options.adapterFor(fold.context.view!.turns[turnId]!.provider),
+        workspace: this.options.tools ? (this.options.workspace ?? null) : null,
         tools: this.options.tools,
         checkpoints: this.options.checkpoints,
         live: (delta) => live.add(delta),

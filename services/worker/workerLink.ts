@@ -26,6 +26,11 @@ export class WorkerLink {
     return answer.result;
   }
 
+  /** A request whose answer nobody waits for: no timer is left behind. */
+  notify(method: WorkerMethod, body: object): void {
+    this.bus.publish(this.subjects.worker(method), encode(body, MSGPACK), { headers: { 'content-type': MSGPACK }, reply: this.bus.inbox() });
+  }
+
   async persist<T>(method: WorkerMethod, body: object, signal: AbortSignal): Promise<T> {
     for (let attempt = 0; ; attempt++) {
       try {

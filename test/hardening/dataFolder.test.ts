@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
+import { readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { readFileSync } from 'node:fs';
@@ -46,8 +46,21 @@ describe('the data folder', () => {
     expect(await openElsewhere(dir.path)).toMatchObject({ ok: false, pid: child.process.pid });
     await child.kill();
     const store = LmdbStore.open(dir.path);
-    expect(store.openTurns()).toHaveLength(2);
+    expect(store.openTurns()).toHaveLength(3);
     await store.close();
+  });
+
+  it('is a folder whatever its name: one with a dot in it (state.v2) opens, holds its files, and leaves nothing beside it', async () => {
+    dir = tempDir('turnloom-lock-');
+    const path = join(dir.path, 'state.v2');
+    const store = LmdbStore.open(path);
+    await store.close();
+    expect(readdirSync(path).sort()).toEqual(expect.arrayContaining(['data.mdb', 'lock.mdb']));
+    expect(readdirSync(dir.path)).toEqual(['state.v2']);
+    // And it opens again, as a folder, with what it held.
+    const again = LmdbStore.open(path);
+    expect(again.lastSeq()).toBe(0);
+    await again.close();
   });
 
   it('counts a holder killed but not yet reaped (a zombie) as gone', async () => {

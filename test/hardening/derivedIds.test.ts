@@ -25,7 +25,7 @@ describe('derived ids', () => {
   });
 
   it('lets a turn with 128-character thread and turn ids ask for approval, be answered and complete', async () => {
-    fx = await openApiFixture({ providers: { scripted: new ScriptedProvider() } });
+    fx = await openApiFixture({ providers: { scripted: new ScriptedProvider({ steps: [[{ toolCall: { name: 'deploy', approval: true, result: 'deployed' } }], [{ text: 'Done.' }]] }) } });
     const client = await fx.client();
     const threadId = longest('thread');
     const turnId = longest('turn');

@@ -42,7 +42,11 @@ describe('lone surrogates', () => {
   });
 
   it('runs a turn whose input holds a lone surrogate: the request still matches the log byte for byte', async () => {
-    const { server, json } = await open();
+    // A step that asks (so the request is derived twice) and an answer that quotes the input back.
+    const { server, json } = await open((request) => {
+      const input = request.messages.find((message) => message.role === 'user');
+      return { steps: [[{ toolCall: { name: 'deploy', approval: true, result: 'deployed' } }], [{ text: `You said: ${input?.role === 'user' ? input.text : ''}` }]] };
+    });
     const { threadId } = await json.call('thread.create', {});
     const { turnId } = await json.call('turn.start', { threadId, input: { text: 'fix \ud800 this' } });
     await expect.poll(async () => (await json.call('approval.list', { threadId })).approvals.length, { timeout: 10_000 }).toBe(1);

@@ -10,7 +10,7 @@ describe('ThreadStream', () => {
     const subjects = subjectsFor('ts');
     let answer!: (error: TurnloomError) => void;
     // The API's answer is held back, so the thread's subjects are busy while the token is being checked.
-    const api: ApiCaller = { bus, subjects, call: () => new Promise((_, reject) => (answer = reject)) as never };
+    const api: ApiCaller = { bus, subjects, call: () => new Promise((_, reject) => (answer = reject)) as never, notify: () => undefined };
     const sent: StreamMessage[] = [];
     const stream = new ThreadStream(api, 'th1', 0, async (message) => void sent.push(message));
     const started = stream.start();

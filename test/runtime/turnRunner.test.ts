@@ -6,7 +6,10 @@ import type { TurnloomClient } from '../../client/index.ts';
 import type { ProviderAdapter } from '../../domain/index.ts';
 import { decodeLiveBatch } from '../../services/runtime/liveBatch.ts';
 import type { LiveDelta } from '../../services/runtime/stepIngestion.ts';
-import { startTurnloomServer } from '../../services/turnloomServer.ts';
+import { type TurnloomServerOptions, startTurnloomServer } from '../../services/turnloomServer.ts';
+import { WorkspaceTools } from '../../adapters/tools/index.ts';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { type ApiFixture, openApiFixture } from '../support/apiFixture.ts';
 import { leaseKeyHash } from '../../services/engine/decide.ts';
 import { rebuildFromLog } from '../support/engineFixture.ts';
@@ -18,8 +21,13 @@ afterEach(async () => {
   fx = undefined;
 });
 
-async function setup(providers?: Record<string, ProviderAdapter>) {
-  fx = await openApiFixture({ ...(providers ? { providers } : {}), interruptDeadlineMs: 300 });
+let cleanups: Array<() => void> = [];
+afterEach(() => {
+  for (const cleanup of cleanups.splice(0)) cleanup();
+});
+
+async function setup(providers?: Record<string, ProviderAdapter>, localWorker?: TurnloomServerOptions['localWorker']) {
+  fx = await openApiFixture({ ...(providers ? { providers } : {}), ...(localWorker ? { localWorker } : {}), interruptDeadlineMs: 300 });
   const client = await fx.client();
   const { threadId } = await client.call('thread.create', { title: 'runner' });
   return { fx, client, threadId };
@@ -28,18 +36,18 @@ async function setup(providers?: Record<string, ProviderAdapter>) {
 const turnState = async (client: TurnloomClient, threadId: string, turnId: string) => (await client.call('thread.get', { threadId })).thread.turns[turnId]!;
 
 describe('the in-process turn runner', () => {
-  it('runs the default scripted turn: reasoning, text, a tool behind approval, and the answer', async () => {
-    const { fx, client, threadId } = await setup({ scripted: new ScriptedProvider() });
+  it('runs the default scripted turn on a workspace: reasoning, text, a real listing (a read: nobody is asked), and an answer that says what it found', async () => {
+    const workspace = tempDir('turnloom-default-script-');
+    cleanups.push(() => workspace.remove());
+    writeFileSync(join(workspace.path, 'notes.md'), 'x');
+    mkdirSync(join(workspace.path, 'lib'));
+    const { fx, client, threadId } = await setup({ scripted: new ScriptedProvider() }, { workspace: workspace.path, tools: new WorkspaceTools({ root: workspace.path }) });
     const live: LiveDelta[] = [];
     const bus = await fx.connect();
     bus.subscribe(fx.server.subjects.live(threadId), (message) => live.push(...decodeLiveBatch(message.data)));
     await bus.flush();
 
     const { turnId } = await client.call('turn.start', { threadId, input: { text: 'fix the login race' } });
-    await expect.poll(async () => (await client.call('approval.list', { threadId })).approvals.length, { timeout: 10_000 }).toBe(1);
-    const [approval] = (await client.call('approval.list', { threadId })).approvals;
-    expect(approval).toMatchObject({ toolName: 'list_files', input: { path: '.' } });
-    await client.call('approval.respond', { threadId, approvalId: approval!.id, decision: 'approve' });
     await expect.poll(async () => (await turnState(client, threadId, turnId)).state, { timeout: 10_000 }).toBe('completed');
 
     const { thread } = await client.call('thread.get', { threadId });
@@ -50,9 +58,10 @@ describe('the in-process turn runner', () => {
       ['tool', 'completed', 1],
       ['text', 'completed', 2],
     ]);
-    expect(turn.messages[1].parts[2]!.tool).toMatchObject({ name: 'list_files', output: 'README.md\npackage.json\nsrc/' });
+    expect(turn.messages[1].parts[2]!.tool).toMatchObject({ name: 'list', output: 'lib/\nnotes.md' });
+    expect(turn.messages[1].parts[3]!.text).toContain("The workspace's top level holds lib/, notes.md.");
     expect(turn.messages[1].parts[3]!.text).toContain('fix the login race');
-    expect(turn.approvals[0]).toMatchObject({ state: 'consumed', decidedBy: 'local' });
+    expect(turn.approvals).toEqual([]);
     expect(turn.steps.map((step) => [step.outcome, step.stopReason])).toEqual([
       ['toolCalls', 'toolCalls'],
       ['stop', 'stop'],
@@ -63,6 +72,22 @@ describe('the in-process turn runner', () => {
     const liveText = live.filter((delta) => delta.kind === 'text').map((delta) => delta.text).join('');
     expect(liveText).toBe(turn.messages[1].parts.filter((part) => part.kind === 'text').map((part) => part.text).join(''));
     expect(fx.store.readView(threadId)).toEqual(rebuildFromLog(fx.store, threadId));
+  });
+
+  it('says honestly when the default scripted turn could not look: a worker without a workspace, or a listing a rule denies', async () => {
+    const { client, threadId } = await setup({ scripted: new ScriptedProvider() });
+    const { turnId } = await client.call('turn.start', { threadId, input: { text: 'what is here?' } });
+    await expect.poll(async () => (await turnState(client, threadId, turnId)).state, { timeout: 10_000 }).toBe('completed');
+    const answer = (await turnState(client, threadId, turnId)).messages[1].parts.at(-1)!.text;
+    expect(answer).toContain('I could not list the workspace: no tool named list is available');
+    expect(answer).not.toMatch(/holds/);
+
+    await client.call('thread.configure', { threadId, rules: [{ tool: 'list', pattern: '*', decision: 'deny' }] });
+    const denied = (await client.call('turn.start', { threadId, input: { text: 'and now?' } })).turnId;
+    await expect.poll(async () => (await turnState(client, threadId, denied)).state, { timeout: 10_000 }).toBe('completed');
+    const refused = (await turnState(client, threadId, denied)).messages[1].parts;
+    expect(refused[2]).toMatchObject({ state: 'error', error: 'a rule of this thread denies this call' });
+    expect(refused.at(-1)!.text).toMatch(/I could not list the workspace: .*a rule of this thread denies this call/);
   });
 
   it('interrupts mid-stream: the provider confirms, partial text is kept, the step and turn close', async () => {

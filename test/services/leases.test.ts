@@ -46,11 +46,9 @@ describe('leases and fencing', () => {
     await expect(fx.engine.submit(recordAs(token, [{ type: 'turn.leased', turnId: 't1', workerId: 'w9', token: 99, keyHash: 'x' }]))).rejects.toMatchObject({ code: 'invalid_payload' });
   });
 
-  it('closes the open step of a lost worker honestly, and resumes the turn on another with a new token', async () => {
+  it('closes the open step of a lost worker honestly when it was still streaming, and resumes the turn on another with a new token', async () => {
     const first = (await fx.engine.submit(lease('w1'))).toThreadSeq;
-    await fx.engine.submit(
-      recordAs(first, [t.sessionStarted(), t.started(), t.step(1), ...t.text('p1', 1, 'half'), ...t.toolCall('p2', 1, 'c1', {}), ...t.toolCall('p3', 1, 'c2', {}), ...t.toolsStarted(1, ['c1', 'c2']), t.executing('p2', 'c1')]),
-    );
+    await fx.engine.submit(recordAs(first, [t.sessionStarted(), t.started(), t.step(1), ...t.text('p1', 1, 'half'), ...t.toolCall('p2', 1, 'c1', {})]));
     await fx.engine.submit(expire(first));
     const lost = await turn();
     expect(lost.state).toBe('running.betweenSteps');
@@ -58,7 +56,6 @@ describe('leases and fencing', () => {
     expect(lost.steps[0]).toMatchObject({ outcome: 'interrupted' });
     expect(lost.messages[1].parts.map((part) => [part.state, part.tool?.outcome ?? null])).toEqual([
       ['completed', null],
-      ['interrupted', 'unknown'],
       ['interrupted', 'notStarted'],
     ]);
     expect(lost.activities.at(-1)!.message).toMatch(/worker w1 was lost/);
@@ -70,6 +67,42 @@ describe('leases and fencing', () => {
     expect(second).toBeGreaterThan(first);
     await fx.engine.submit(recordAs(second, [t.step(2), ...t.text('p4', 2, 'resumed'), t.responded(2, 'stop'), t.stepFinished(2), t.completed()]));
     expect((await turn()).state).toBe('completed');
+  });
+
+  it('keeps a step whose answer is complete for the next worker: a running call gets an unknown outcome, calls not started and their approvals wait', async () => {
+    const first = (await fx.engine.submit(lease('w1'))).toThreadSeq;
+    await fx.engine.submit(
+      recordAs(first, [
+        t.sessionStarted(),
+        t.started(),
+        t.step(1),
+        ...t.toolCall('p1', 1, 'c1', {}),
+        ...t.toolCall('p2', 1, 'c2', {}),
+        ...t.toolCall('p3', 1, 'c3', {}),
+        ...t.toolsStarted(1, ['c1', 'c2', 'c3']),
+        t.executing('p1', 'c1'),
+        t.result('p1', 'c1', 'done'),
+        t.executing('p2', 'c2'),
+      ]),
+    );
+    await fx.engine.submit(expire(first));
+    const lost = await turn();
+    expect(lost.state).toBe('running.runningTools');
+    expect(lost.lease).toBeNull();
+    expect(lost.steps[0]).toMatchObject({ outcome: null });
+    expect(lost.messages[1].parts.map((part) => [part.state, part.tool?.outcome ?? null])).toEqual([
+      ['completed', null],
+      ['interrupted', 'unknown'],
+      ['running.tool.inputReady', null],
+    ]);
+    expect(lost.activities.at(-1)!.message).toMatch(/remaining tool calls wait for another worker/);
+
+    // The next worker takes the step up where it is and finishes it.
+    const second = (await fx.engine.submit(lease('w2'))).toThreadSeq;
+    await fx.engine.submit(recordAs(second, [t.executing('p3', 'c3'), t.result('p3', 'c3', 'ok'), t.stepFinished(1, 'toolCalls'), t.step(2), ...t.text('p4', 2, 'done'), t.responded(2, 'stop'), t.stepFinished(2), t.completed()]));
+    const done = await turn();
+    expect(done.state).toBe('completed');
+    expect(done.steps.map((step) => step.outcome)).toEqual(['toolCalls', 'stop']);
   });
 
   it('fails a turn that lost its worker more often than it may be resumed', async () => {

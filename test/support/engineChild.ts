@@ -1,6 +1,6 @@
 /**
  * A process that owns an engine and is meant to be killed with SIGKILL.
- * `repair-scenario <dir>`: leaves a turn open mid-step, prints READY, waits.
+ * `repair-scenario <dir>`: leaves turns open mid-step, prints READY, waits.
  * `loop <dir> <seed>`: submits commands forever, printing one JSON line per
  * acknowledged command.
  */
@@ -31,15 +31,28 @@ async function repairScenario(): Promise<void> {
         t.started(),
         t.step(1),
         ...t.text('p1', 1, 'Running two commands.'),
-        ...t.toolCall('p2', 1, 'call-running', { cmd: 'make deploy' }),
-        ...t.toolCall('p3', 1, 'call-waiting', { cmd: 'rm -rf dist' }),
-        ...t.toolsStarted(1, ['call-running', 'call-waiting']),
-        t.executing('p2', 'call-running'),
+        ...t.toolCall('p2', 1, 'call-ready', { cmd: 'make deploy' }),
+        // The answer is still streaming: this call's input is not complete.
+        { type: 'part.started', turnId: 't1', partId: 'p3', step: 1, kind: 'tool', toolCallId: 'call-streaming', toolName: 'bash' },
+        { type: 'tool.inputDelta', turnId: 't1', partId: 'p3', text: '{"cmd": "rm -' },
       ],
     },
     'c3',
   );
-  // A second thread with a turn waiting on an approval.
+  // A third thread whose only call was running: nothing is left to resume, and its outcome is unknown.
+  const v = turnEvents('t3');
+  await send({ type: 'thread.create', threadId: 'th3', title: 'running', workspace: null, owner: null }, 'c7');
+  await send({ type: 'turn.start', threadId: 'th3', turnId: 't3', input: { text: 'deploy' }, provider: { name: 'scripted', model: null } }, 'c8');
+  await send(
+    {
+      type: 'turn.record',
+      threadId: 'th3',
+      turnId: 't3',
+      events: [v.sessionStarted(), v.started(), v.step(1), ...v.toolCall('r1', 1, 'call-running', { cmd: 'make deploy' }), ...v.toolsStarted(1, ['call-running']), v.executing('r1', 'call-running')],
+    },
+    'c9',
+  );
+  // A second thread with a turn waiting on an approval: its step can be resumed by a worker, so repair leaves it.
   const u = turnEvents('t9');
   await send({ type: 'thread.create', threadId: 'th2', title: 'approval', workspace: null, owner: null }, 'c4');
   await send({ type: 'turn.start', threadId: 'th2', turnId: 't9', input: { text: 'clean up' }, provider: { name: 'scripted', model: null } }, 'c5');

@@ -1,4 +1,4 @@
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { NatsBus } from '../../bus/index.ts';
@@ -122,6 +122,48 @@ describe('workers in their own processes, over NATS', () => {
     expect(turn.approvals[0]).toMatchObject({ state: 'consumed' });
     expect(turn.messages[1].parts.map((part) => part.tool?.output ?? part.text)).toEqual(['deployed', 'Deployed.']);
     expect(turn.activities.filter((activity) => activity.kind === 'repair')).toEqual([]);
+  }, 90_000);
+
+  it('serve killed -9 with its local worker while an approval waits: restarted, answered from another client, the command runs exactly once', async () => {
+    const prefix = nextPrefix();
+    const workspace = tempDir('turnloom-serve-crash-');
+    try {
+      const deploy = script('deploy', { steps: [[{ text: 'Deploying.' }, { toolCall: { name: 'bash', input: { command: 'echo deployed >> deploys.txt' } } }], [{ text: 'Deployed.' }]] });
+      // The engine and its local worker in one process, as `turnloom serve` runs by default; a lease clock far longer than the test.
+      const serve = () => {
+        const process = runCli(['serve', '--nats', nats.url, '--prefix', prefix, '--data', join(dir.path, 'd'), '--workspace', workspace.path, '--script', deploy, '--lease-timeout', '600']);
+        processes.push(process);
+        return process;
+      };
+      const first = serve();
+      await first.waitFor('local worker');
+      const api = await client(prefix);
+      const { threadId } = await api.call('thread.create', {});
+      const { turnId } = await api.call('turn.start', { threadId, input: { text: 'ship it' } });
+      await expect.poll(async () => (await api.call('approval.list', { threadId })).approvals.length, { timeout: 20_000 }).toBe(1);
+      await first.kill('SIGKILL');
+
+      await serve().waitFor('local worker');
+      const other = await client(prefix);
+      const [approval] = (await other.call('approval.list', { threadId })).approvals;
+      expect(approval).toMatchObject({ toolName: 'bash', state: 'pending' });
+      await other.call('approval.respond', { threadId, approvalId: approval!.id, decision: 'approve' });
+      await expect.poll(async () => (await turnOf(other, threadId, turnId)).state, { timeout: 30_000 }).toBe('completed');
+      const turn = await turnOf(other, threadId, turnId);
+      expect(readFileSync(join(workspace.path, 'deploys.txt'), 'utf8')).toBe('deployed\n');
+      expect(turn.approvals).toEqual([expect.objectContaining({ state: 'consumed' })]);
+      // The dead process's worker held the turn; the new one took it at once (no lease timeout), in the same step.
+      expect(turn.leases).toBe(2);
+      expect(turn.steps.map((step) => step.outcome)).toEqual(['toolCalls', 'stop']);
+      expect(turn.messages[1].parts.map((part) => [part.state, part.tool?.outcome ?? null])).toEqual([
+        ['completed', null],
+        ['completed', null],
+        ['completed', null],
+      ]);
+      expect(turn.activities.map((activity) => activity.message).join('\n')).toMatch(/process of worker .* is gone/);
+    } finally {
+      workspace.remove();
+    }
   }, 90_000);
 
   it('lets turns go on through a nats-server restart, and a client catches up', async () => {

@@ -112,6 +112,26 @@ describe('side work on the worker that ran the turn, over NATS', () => {
     expect(renames).toEqual(['Login race, by hand']);
   });
 
+  it('runs side work for many turns at once without a listener-leak warning', async () => {
+    const warnings: string[] = [];
+    const onWarning = (warning: Error) => warnings.push(`${warning.name}: ${warning.message}`);
+    process.on('warning', onWarning);
+    try {
+      let open = () => {};
+      const adapter = watched(new ScriptedProvider(done), new Promise<void>((resolve) => (open = resolve)));
+      const { client } = await serve(adapter);
+      const threads = await Promise.all(Array.from({ length: 14 }, () => client.call('thread.create', {})));
+      await Promise.all(threads.map(({ threadId }) => completedTurn(client, threadId, 'fix the login race')));
+      // Every side call is held at once, each listening for the worker's stop.
+      await expect.poll(() => adapter.sideCalls.length, { timeout: 20_000 }).toBe(14);
+      open();
+      await Promise.all(threads.map(({ threadId }) => expect.poll(async () => (await sideActivities(client, threadId, 'sideWork.title')).length, { timeout: 20_000 }).toBe(1)));
+      expect(warnings.filter((warning) => warning.includes('MaxListenersExceeded'))).toEqual([]);
+    } finally {
+      process.off('warning', onWarning);
+    }
+  });
+
   it('records a provider failure as an activity; the turn stays completed and the worker goes on', async () => {
     const { client } = await serve(new ScriptedProvider({ ...done, sideWork: { title: [{ error: { kind: 'server', message: 'the title model is down' } }] } }));
     const { threadId } = await client.call('thread.create', {});
