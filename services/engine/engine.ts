@@ -242,7 +242,13 @@ export class Engine {
       lastUsed: at,
     };
 
-    const draft = new ThreadDraft(thread.actors, thread.view, at, { maxEventBytes: this.maxEventBytes, oversize: isSystemCommand(command) ? 'cut' : 'refuse' });
+    const draft = new ThreadDraft(
+      thread.actors,
+      thread.view,
+      at,
+      { maxEventBytes: this.maxEventBytes, oversize: isSystemCommand(command) ? 'cut' : 'refuse' },
+      (threadSeq) => this.store.readThreadEvents(command.threadId, threadSeq - 1, 1)[0]?.event,
+    );
     let refused: Refusal[];
     try {
       refused = decide(command, draft);

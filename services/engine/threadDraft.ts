@@ -1,6 +1,6 @@
 import { startMachine, stepMachine } from '../machineStep.ts';
 import { explainRefusal, lifecycleMachines, type LifecycleMachineName } from '../../machines/index.ts';
-import { type ActorTransition, type DomainEvent, IllegalTransition, type RefusedEvent, type ThreadView, TurnloomError, cutToFit, jsonBytes } from '../../domain/index.ts';
+import { type ActorTransition, type DomainEvent, IllegalTransition, type QueuedTurnView, type RefusedEvent, type ThreadView, TurnloomError, cutToFit, jsonBytes } from '../../domain/index.ts';
 import { projectInto } from './projector.ts';
 import { type Delivery, actorKey, routeEvent } from './routeEvent.ts';
 import { assertAccepts, stateName } from '../strictSend.ts';
@@ -15,6 +15,9 @@ export interface EventLimits {
   maxEventBytes: number;
   oversize: 'refuse' | 'cut';
 }
+
+/** The committed event at one thread seq of the draft's thread. */
+export type LoggedEvent = (threadSeq: number) => DomainEvent | undefined;
 
 /** The state name the read model shows for an entity that has no live actor (finished, or never existed). */
 function viewStateOf(view: ThreadView, delivery: Delivery): string {
@@ -58,11 +61,13 @@ export class ThreadDraft {
   private staged = new Map<string, ActorState>();
   private readonly actors: ThreadActors;
   private readonly limits: EventLimits;
+  private readonly logged: LoggedEvent;
 
-  constructor(actors: ThreadActors, view: ThreadView, at: number, limits: EventLimits) {
+  constructor(actors: ThreadActors, view: ThreadView, at: number, limits: EventLimits, logged: LoggedEvent) {
     this.threadId = actors.threadId;
     this.actors = actors;
     this.limits = limits;
+    this.logged = logged;
     this.base = view;
     // The draft owns its own turns record; the base view stays untouched.
     this.view = { ...view, turns: { ...view.turns } };
@@ -115,6 +120,13 @@ export class ThreadDraft {
     this.staged = staged;
     this.events.push({ threadSeq, event });
     this.transitions.push(...transitions);
+  }
+
+  /** The whole input of a queued turn, from the `turn.queued` that queued it: emitted by this draft, or in the log. */
+  queuedInput(queued: QueuedTurnView): { text: string } {
+    const event = queued.seq > this.base.seq ? this.events[queued.seq - this.base.seq - 1]?.event : this.logged(queued.seq);
+    if (event?.type !== 'turn.queued' || event.queuedTurnId !== queued.turnId) throw new Error(`thread ${this.threadId}: turn ${queued.turnId} is not queued at seq ${queued.seq}`);
+    return event.input;
   }
 
   /** Notes an event the machines refused and the command kept going without (a worker's output, recorded as a diagnostic). */

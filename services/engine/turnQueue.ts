@@ -88,7 +88,7 @@ export function followQueue(draft: ThreadDraft): void {
   const next = draft.view.queue[0];
   if (draft.view.openTurnId !== null || next === undefined || draft.view.archived) return;
   try {
-    draft.emit({ type: 'turn.requested', turnId: next.turnId, input: next.input, provider: next.provider, mode: next.mode });
+    draft.emit({ type: 'turn.requested', turnId: next.turnId, input: draft.queuedInput(next), provider: next.provider, mode: next.mode });
   } catch (error) {
     if (!(error instanceof IllegalTransition)) throw error;
   }
