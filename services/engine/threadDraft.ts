@@ -5,15 +5,18 @@ import { projectInto } from './projector.ts';
 import { type Delivery, actorKey, routeEvent } from './routeEvent.ts';
 import { assertAccepts, stateName } from '../strictSend.ts';
 import type { ActorState, ThreadActors } from './threadActors.ts';
+import type { QueueLimits } from './turnQueue.ts';
 
 /**
  * Every stored event must travel in one answer, in either encoding. What a
  * client sends over that is refused; what the system records (provider and
  * tool output) is cut with a note instead, so a turn is never lost to it.
+ * How much input may wait on the thread is the turn inbox's (`turnQueue.ts`).
  */
-export interface EventLimits {
+export interface DraftLimits {
   maxEventBytes: number;
   oversize: 'refuse' | 'cut';
+  queue: QueueLimits;
 }
 
 /** The committed event at one thread seq of the draft's thread. */
@@ -59,11 +62,11 @@ export class ThreadDraft {
   /** Events the machines refused and the command recorded as diagnostics instead. */
   readonly refusals: RefusedEvent[] = [];
   private staged = new Map<string, ActorState>();
+  readonly limits: DraftLimits;
   private readonly actors: ThreadActors;
-  private readonly limits: EventLimits;
   private readonly logged: LoggedEvent;
 
-  constructor(actors: ThreadActors, view: ThreadView, at: number, limits: EventLimits, logged: LoggedEvent) {
+  constructor(actors: ThreadActors, view: ThreadView, at: number, limits: DraftLimits, logged: LoggedEvent) {
     this.threadId = actors.threadId;
     this.actors = actors;
     this.limits = limits;

@@ -249,4 +249,16 @@ describe('the turn inbox: how much may wait', () => {
     const [logged] = (await client.call('thread.events', { threadId, after: entry.seq - 1, limit: 1 })).events as StoredEvent[];
     expect(logged!.event).toMatchObject({ type: 'turn.queued', queuedTurnId: entry.turnId, input: { text: inputOf('q3', 100_000) } });
   });
+
+  it('refuses a turn.start past the limits with queue_full, which changes nothing', async () => {
+    const client = await serve({ queue: { maxTurns: 2 } });
+    const { threadId } = await client.call('thread.create', {});
+    const open = await client.call('turn.start', { threadId, input: { text: 'the open turn' } });
+    for (const text of ['one', 'two']) await client.call('turn.start', { threadId, input: { text } });
+    const before = await client.call('thread.get', { threadId });
+    await expect(client.call('turn.start', { threadId, input: { text: 'three' } })).rejects.toMatchObject({ code: 'queue_full', details: { threadId, waiting: 2, maxTurns: 2 } });
+    await expect(client.call('turn.start', { threadId, input: { text: 'three' }, whileRunning: 'interrupt' })).rejects.toMatchObject({ code: 'queue_full' });
+    const after = await client.call('thread.get', { threadId });
+    expect([after.seq, after.thread.queue, after.thread.turns[open.turnId]!.state]).toEqual([before.seq, before.thread.queue, 'requested']);
+  });
 });
