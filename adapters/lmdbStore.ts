@@ -1,5 +1,5 @@
 import { type Database, type RootDatabase, open } from 'lmdb';
-import { type ActorSnapshotRecord, type CommitBatch, type ListedThread, type Receipt, type StoredEvent, type ThreadHead, type ThreadStore, type ThreadSummary, type ThreadView, type TurnView, TurnloomError, summarize } from '../domain/index.ts';
+import { type ActorSnapshotRecord, type CommitBatch, type ListedThread, type QueuedTurnView, type Receipt, type StoredEvent, type ThreadHead, type ThreadStore, type ThreadSummary, type ThreadView, type TurnView, TurnloomError, queuedTurnView, summarize } from '../domain/index.ts';
 import { prepareDataFolder } from './dataFolder.ts';
 import { GroupCommit } from './groupCommit.ts';
 import { type ProcessIdentity, currentProcess, isAlive } from './processIdentity.ts';
@@ -21,6 +21,22 @@ export class DataFolderLocked extends TurnloomError {
 }
 
 /**
+ * The layout this code writes; a folder of an older one is converted once,
+ * on open. 1: a queued turn's input lives only in the log (the thread row
+ * keeps a small entry), and input steered into a turn is a piece of it.
+ */
+const LAYOUT = 1;
+
+/** A queue entry as thread rows held it before layout 1: with its whole input. */
+type LegacyQueuedTurn = Omit<QueuedTurnView, 'seq' | 'preview' | 'bytes'> & { input: { text: string } };
+
+/** What `meta` holds, by key. */
+interface Meta {
+  owner: ProcessIdentity;
+  layout: number;
+}
+
+/**
  * The keyspace, one LMDB environment with a database per concern
  * (all values msgpack):
  *
@@ -30,15 +46,15 @@ export class DataFolderLocked extends TurnloomError {
  * | `threadLog` | [threadId, threadSeq]   | seq (each thread's index)      |
  * | `receipts`  | commandId               | Receipt                        |
  * | `snapshots` | threadId                | ActorSnapshotRecord            |
- * | `threads`   | threadId                | ThreadHead (read model row)    |
+ * | `threads`   | threadId                | ThreadHead (read model row; queued turns as small entries, their inputs are in `log`) |
  * | `turns`     | [threadId, turnId]      | TurnView without its large fields (read model row) |
- * | `turnPieces` | [threadId, turnId, ownerId, field, offset] | a text piece or a tool input/output (see `turnRows.ts`) |
+ * | `turnPieces` | [threadId, turnId, ownerId, field, offset] | a text piece, a tool input/output or a steered input (see `turnRows.ts`) |
  * | `summaries` | threadId                | ThreadSummary (for listing)    |
  * | `openTurns` | threadId                | turnId (what repair looks at)  |
  * | `receiptAges` | [at, commandId]       | 1 (receipts oldest first, for expiry) |
  * | `threadOrder` | seq of `thread.created` | threadId (listing, newest first) |
  * | `ownerThreads` | [owner or '', seq of `thread.created`] | threadId (one owner's listing) |
- * | `meta`      | `owner`                 | ProcessIdentity (the folder lock) |
+ * | `meta`      | `owner`, `layout`       | ProcessIdentity (the folder lock); the layout version |
  */
 export class LmdbStore implements ThreadStore {
   private readonly env: RootDatabase;
@@ -54,7 +70,7 @@ export class LmdbStore implements ThreadStore {
   private readonly receiptAges: Database<1, [number, string]>;
   private readonly threadOrder: Database<string, number>;
   private readonly ownerThreads: Database<string, [string, number]>;
-  private readonly meta: Database<ProcessIdentity, string>;
+  private readonly meta: Database<Meta[keyof Meta], keyof Meta>;
   private readonly owner: ProcessIdentity;
   private readonly group: GroupCommit;
 
@@ -85,6 +101,42 @@ export class LmdbStore implements ThreadStore {
     }
     this.indexThreadOrder();
     this.splitLegacyTurns();
+    this.upgradeLayout();
+  }
+
+  /** Converts a folder of an older layout in one transaction, so a crash halfway leaves it as it was. */
+  private upgradeLayout(): void {
+    if (((this.meta.get('layout') as Meta['layout'] | undefined) ?? 0) >= LAYOUT) return;
+    this.env.transactionSync(() => {
+      for (const { key: threadId, value: head } of this.threads.getRange({})) {
+        const queue = (head.queue ?? []) as Array<QueuedTurnView | LegacyQueuedTurn>;
+        if (queue.some((entry) => 'input' in entry)) this.threads.put(threadId, { ...head, queue: this.queueFromLog(threadId, queue) });
+      }
+      for (const { key, value: row } of this.turns.getRange({})) {
+        if (!row.inbox?.some((item) => item.text !== '')) continue;
+        const turn = this.withPieces(key[0], row);
+        // Its pieces hold all of it but the steered texts, which were in the row.
+        this.putTurn(key[0], { ...turn, inbox: turn.inbox.map((item) => ({ ...item, text: '' })) }, turn);
+      }
+      this.meta.put('layout', LAYOUT);
+    });
+  }
+
+  /** Each queue entry of a thread row written before layout 1, rebuilt from the `turn.queued` in the log that queued it. */
+  private queueFromLog(threadId: string, queue: ReadonlyArray<QueuedTurnView | LegacyQueuedTurn>): QueuedTurnView[] {
+    const queuedSeq = new Map<string, number>();
+    for (let after = 0; ; ) {
+      const events = this.readThreadEvents(threadId, after, 1_000);
+      if (events.length === 0) break;
+      for (const { threadSeq, event } of events) if (event.type === 'turn.queued') queuedSeq.set(event.queuedTurnId, threadSeq);
+      after = events.at(-1)!.threadSeq;
+    }
+    return queue.map((entry) => {
+      if (!('input' in entry)) return entry;
+      const seq = queuedSeq.get(entry.turnId);
+      if (seq === undefined) throw new Error(`thread ${threadId}: queued turn ${entry.turnId} has no turn.queued in the log`);
+      return queuedTurnView(entry, seq, entry.queuedAt);
+    });
   }
 
   /** Folders written before turns had pieces keep their large fields in the row: they are split once, on open. */
@@ -119,7 +171,7 @@ export class LmdbStore implements ThreadStore {
    */
   private lock(path: string): void {
     this.env.transactionSync(() => {
-      const holder = this.meta.get('owner');
+      const holder = this.meta.get('owner') as Meta['owner'] | undefined;
       if (holder && isAlive(holder)) throw new DataFolderLocked(path, holder);
       this.meta.putSync('owner', this.owner);
     });
@@ -273,7 +325,7 @@ export class LmdbStore implements ThreadStore {
 
   async close(): Promise<void> {
     await this.env.transaction(() => {
-      const holder = this.meta.get('owner');
+      const holder = this.meta.get('owner') as Meta['owner'] | undefined;
       if (holder && holder.pid === this.owner.pid && holder.since === this.owner.since) this.meta.remove('owner');
     });
     await this.env.close();

@@ -10,10 +10,11 @@ import { type ApprovalView, type DomainEvent, type PartView, type TurnView, isOp
  *   commit adds one piece keyed by the offset it starts at, and reading
  *   concatenates them in key order. When the part settles its pieces are
  *   joined into one, so a finished turn reads back in a few gets.
- * - `output`, `input` (a tool call's parsed input) and an approval's `input`
+ * - `output`, `input` (a tool call's parsed input), an approval's `input`
+ *   and the text of input steered into the turn (`inboxText`, by input id)
  *   are set whole, at offset 0.
  */
-export type PieceField = 'text' | 'inputText' | 'output' | 'input' | 'approvalInput';
+export type PieceField = 'text' | 'inputText' | 'output' | 'input' | 'approvalInput' | 'inboxText';
 
 /** Where a piece lives inside its turn: the part or approval it belongs to, the field, and the offset it starts at. */
 export type PieceKey = [ownerId: string, field: PieceField, offset: number];
@@ -62,6 +63,11 @@ export function splitTurn(previous: TurnView | undefined, turn: TurnView, grown:
     whole(writes, approval.id, 'approvalInput', beforeApprovals.get(approval.id)?.input ?? null, approval.input);
     return { ...approval, input: null };
   });
+  const beforeInbox = new Map(previous?.inbox.map((item) => [item.id, item.text]));
+  const inbox = turn.inbox.map((item) => {
+    whole(writes, item.id, 'inboxText', beforeInbox.get(item.id) ?? null, item.text);
+    return { ...item, text: '' };
+  });
   const [user, assistant] = turn.messages;
   const row: TurnView = {
     ...turn,
@@ -70,6 +76,7 @@ export function splitTurn(previous: TurnView | undefined, turn: TurnView, grown:
       { ...assistant, parts: assistant.parts.map(thinPart) },
     ],
     approvals,
+    inbox,
   };
   return { row, writes };
 }
@@ -126,6 +133,10 @@ export function joinTurn(row: TurnView, pieces: Iterable<{ key: PieceKey; value:
     approvals: current.approvals.map((approval) => {
       const found = fields.get(approval.id);
       return found && 'approvalInput' in found ? { ...approval, input: found.approvalInput } : approval;
+    }),
+    inbox: current.inbox.map((item) => {
+      const found = fields.get(item.id);
+      return found && 'inboxText' in found ? { ...item, text: found.inboxText as string } : item;
     }),
   };
 }

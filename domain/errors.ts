@@ -8,9 +8,11 @@ export type ErrorCode =
   | 'unavailable'
   /** A worker wrote into a turn whose lease it no longer holds: nothing was written. */
   | 'fenced'
+  /** Input that would wait on a thread past its limits (queued turns, or steered input no step took yet): nothing was written. */
+  | 'queue_full'
   | 'internal';
 
-const errorCodes: readonly string[] = ['invalid_payload', 'not_found', 'illegal_transition', 'forbidden', 'conflict', 'unavailable', 'fenced', 'internal'];
+const errorCodes: readonly string[] = ['invalid_payload', 'not_found', 'illegal_transition', 'forbidden', 'conflict', 'unavailable', 'fenced', 'queue_full', 'internal'];
 
 export interface ErrorBody {
   code: ErrorCode;

@@ -4,7 +4,7 @@
 export type { PartKind, Usage, ProviderChoice, WorkerProcess, ToolOutcome, InterruptCause, ActivityKind, CompactionSetting, DomainEvent, DomainEventType, DomainEventOf, StoredEvent } from './domainEvents.ts';
 export { zeroUsage, addUsage, DEFAULT_ENVIRONMENT } from './domainEvents.ts';
 export type { ThreadView, SessionView, TurnView, MessageView, PartView, ToolCallView, ApprovalView, StepView, ActivityView, ThreadSummary, QueuedTurnView, InboxItemView, ContextView } from './threadView.ts';
-export { isOpenPart, summarize, waitingInput } from './threadView.ts';
+export { QUEUE_PREVIEW_CHARS, isOpenPart, queuedTurnView, summarize, waitingInput } from './threadView.ts';
 export type { LogCursor } from './logCursor.ts';
 export { emptyCursor } from './logCursor.ts';
 export type { ErrorCode, ErrorBody, Invariant } from './errors.ts';

@@ -110,12 +110,34 @@ export interface ContextView {
   setBefore: { turnId: string; step: number };
 }
 
+/**
+ * A turn waiting in the thread's queue. Its input is not here: the thread's
+ * row is written with every commit, so it holds only this much of each, and
+ * the whole text is read from the `turn.queued` at `seq` once, when the turn
+ * is requested (a client reads it there too, with `thread.events`).
+ */
 export interface QueuedTurnView {
   turnId: string;
-  input: { text: string };
+  /** Thread seq of the `turn.queued` that holds its whole input. */
+  seq: number;
+  /** The input's first `QUEUE_PREVIEW_CHARS` characters. */
+  preview: string;
+  /** The whole input's size in UTF-8: what the queue's byte limit counts. */
+  bytes: number;
   provider: ProviderChoice;
   mode: PermissionMode | null;
   queuedAt: number;
+}
+
+export const QUEUE_PREVIEW_CHARS = 120;
+
+/** The queue entry of a turn queued at `seq`: what the projector folds, and what heads written before entries were small are converted to. */
+export function queuedTurnView(queued: { turnId: string; input: { text: string }; provider: ProviderChoice; mode: PermissionMode | null }, seq: number, queuedAt: number): QueuedTurnView {
+  const { text } = queued.input;
+  // Never half of a surrogate pair: the preview is stored and sent like any text.
+  const last = text.charCodeAt(QUEUE_PREVIEW_CHARS - 1);
+  const end = last >= 0xd800 && last <= 0xdbff ? QUEUE_PREVIEW_CHARS - 1 : QUEUE_PREVIEW_CHARS;
+  return { turnId: queued.turnId, seq, preview: text.slice(0, end), bytes: Buffer.byteLength(text), provider: queued.provider, mode: queued.mode, queuedAt };
 }
 
 /** Input steered into a running turn: waiting for the next step boundary, or claimed into a step. */

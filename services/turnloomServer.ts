@@ -3,7 +3,7 @@ import { isAlive } from '../adapters/processIdentity.ts';
 import { type Subjects, subjects as subjectsFor } from '../bus/index.ts';
 import { ApiServer, type AuthConfig, Authenticator, DEFAULT_MAX_PAYLOAD, ThreadWatches, type ThreadWatchesOptions, eventLimitFor, publishCommittedEvents, publishInspections } from './api/index.ts';
 import { WorkerGateway, type WorkerGatewayOptions } from './dispatch/workerGateway.ts';
-import { Engine } from './engine/engine.ts';
+import { Engine, type EngineOptions } from './engine/engine.ts';
 import { CrashRepair } from './runtime/crashRepair.ts';
 import { Deadlines } from './runtime/deadlines.ts';
 import { Worker, type WorkerOptions } from './worker/worker.ts';
@@ -35,6 +35,8 @@ export interface TurnloomServerOptions {
   approvalTimeoutMs?: number | null;
   /** Limits of `thread.watch` (how long a watch lives unrenewed, how many). */
   watches?: ThreadWatchesOptions;
+  /** How much input may wait on a thread (`EngineOptions.queue`). */
+  queue?: EngineOptions['queue'];
 }
 
 export interface TurnloomServer {
@@ -60,7 +62,7 @@ export interface TurnloomServer {
 export async function startTurnloomServer(options: TurnloomServerOptions): Promise<TurnloomServer> {
   const subjects = subjectsFor(options.prefix);
   const maxPayloadBytes = options.maxPayloadBytes ?? DEFAULT_MAX_PAYLOAD;
-  const engine = await Engine.open({ store: options.store, maxEventBytes: eventLimitFor(maxPayloadBytes) });
+  const engine = await Engine.open({ store: options.store, maxEventBytes: eventLimitFor(maxPayloadBytes), queue: options.queue });
   const unpublishEvents = publishCommittedEvents(engine, options.bus, subjects);
   const unpublishInspections = publishInspections(engine, options.bus, subjects);
   const unpublish = () => {

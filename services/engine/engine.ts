@@ -7,6 +7,7 @@ import { emptyThreadView } from './projector.ts';
 import { routeEvent } from './routeEvent.ts';
 import { ThreadActors } from './threadActors.ts';
 import { ThreadDraft, refusedEvent } from './threadDraft.ts';
+import { type QueueLimits, defaultQueueLimits } from './turnQueue.ts';
 
 export interface EngineOptions {
   store: ThreadStore;
@@ -29,6 +30,13 @@ export interface EngineOptions {
    * over it is refused; system output over it is cut with a note.
    */
   maxEventBytes?: number;
+  /**
+   * How much input may wait on one thread: turns in its queue, and input
+   * steered into its open turn that no step took yet, at most `maxTurns`
+   * (default 100) and `maxBytes` of text in UTF-8 (default 4 MiB) of each.
+   * A `turn.start` past them is refused with `queue_full` and writes nothing.
+   */
+  queue?: Partial<QueueLimits>;
 }
 
 export interface SubmitOptions {
@@ -50,7 +58,11 @@ interface LoadedThread {
   lastUsed: number;
 }
 
-/** Rejections that are answers about the thread, and so are kept for the command id; others write nothing. */
+/**
+ * Rejections that are answers about the thread, and so are kept for the
+ * command id; others write nothing (`queue_full` among them: its answer
+ * changes as the queue drains, so the same command may be sent again).
+ */
 const storedRejections = new Set(['illegal_transition', 'conflict']);
 
 function fingerprintOf(command: Command): string {
@@ -83,6 +95,7 @@ export class Engine {
   private readonly receiptTtlMs: number;
   private readonly maxReceipts: number;
   private readonly maxEventBytes: number;
+  private readonly queueLimits: QueueLimits;
   private expiring = false;
   private readonly loaded = new Map<string, LoadedThread>();
   private readonly locks = new Map<string, Promise<void>>();
@@ -103,6 +116,7 @@ export class Engine {
     this.receiptTtlMs = options.receipts?.ttlMs ?? 24 * 60 * 60 * 1_000;
     this.maxReceipts = options.receipts?.maxCount ?? 100_000;
     this.maxEventBytes = options.maxEventBytes ?? 508 * 1024;
+    this.queueLimits = { maxTurns: options.queue?.maxTurns ?? defaultQueueLimits.maxTurns, maxBytes: options.queue?.maxBytes ?? defaultQueueLimits.maxBytes };
   }
 
   /** Opens the engine on its store. Turns a dead process left open are settled by `CrashRepair`, once someone listens. */
@@ -242,7 +256,13 @@ export class Engine {
       lastUsed: at,
     };
 
-    const draft = new ThreadDraft(thread.actors, thread.view, at, { maxEventBytes: this.maxEventBytes, oversize: isSystemCommand(command) ? 'cut' : 'refuse' });
+    const draft = new ThreadDraft(
+      thread.actors,
+      thread.view,
+      at,
+      { maxEventBytes: this.maxEventBytes, oversize: isSystemCommand(command) ? 'cut' : 'refuse', queue: this.queueLimits },
+      (threadSeq) => this.store.readThreadEvents(command.threadId, threadSeq - 1, 1)[0]?.event,
+    );
     let refused: Refusal[];
     try {
       refused = decide(command, draft);

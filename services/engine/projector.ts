@@ -1,4 +1,4 @@
-import { DEFAULT_ENVIRONMENT, type ApprovalView, type ContextView, type ProviderMessage, defaultPermissions, type DomainEvent, type PartView, type ThreadView, type TurnView, addUsage, childId, emptyCursor, waitingInput, zeroUsage } from '../../domain/index.ts';
+import { DEFAULT_ENVIRONMENT, type ApprovalView, type ContextView, type ProviderMessage, defaultPermissions, type DomainEvent, type PartView, type ThreadView, type TurnView, addUsage, childId, emptyCursor, queuedTurnView, waitingInput, zeroUsage } from '../../domain/index.ts';
 import { approvalMachine, partMachine, sessionMachine, turnMachine } from '../../machines/index.ts';
 import type { AnyStateMachine, StateValue } from 'xstate';
 import { stateName } from '../strictSend.ts';
@@ -222,7 +222,7 @@ function applyContent(view: ThreadView, event: DomainEvent, at: number, seq: num
       view.turns[event.turnId] = newTurn(event, at);
       return { ...view, turnIds: [...view.turnIds, event.turnId], openTurnId: event.turnId, queue: view.queue.filter((queued) => queued.turnId !== event.turnId) };
     case 'turn.queued': {
-      const queued = { turnId: event.queuedTurnId, input: event.input, provider: event.provider, mode: event.mode, queuedAt: at };
+      const queued = queuedTurnView({ turnId: event.queuedTurnId, input: event.input, provider: event.provider, mode: event.mode }, seq, at);
       return { ...view, queue: event.place === 'front' ? [queued, ...view.queue] : [...view.queue, queued] };
     }
     case 'input.steered':

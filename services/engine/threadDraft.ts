@@ -1,20 +1,26 @@
 import { startMachine, stepMachine } from '../machineStep.ts';
 import { explainRefusal, lifecycleMachines, type LifecycleMachineName } from '../../machines/index.ts';
-import { type ActorTransition, type DomainEvent, IllegalTransition, type RefusedEvent, type ThreadView, TurnloomError, cutToFit, jsonBytes } from '../../domain/index.ts';
+import { type ActorTransition, type DomainEvent, IllegalTransition, type QueuedTurnView, type RefusedEvent, type ThreadView, TurnloomError, cutToFit, jsonBytes } from '../../domain/index.ts';
 import { projectInto } from './projector.ts';
 import { type Delivery, actorKey, routeEvent } from './routeEvent.ts';
 import { assertAccepts, stateName } from '../strictSend.ts';
 import type { ActorState, ThreadActors } from './threadActors.ts';
+import type { QueueLimits } from './turnQueue.ts';
 
 /**
  * Every stored event must travel in one answer, in either encoding. What a
  * client sends over that is refused; what the system records (provider and
  * tool output) is cut with a note instead, so a turn is never lost to it.
+ * How much input may wait on the thread is the turn inbox's (`turnQueue.ts`).
  */
-export interface EventLimits {
+export interface DraftLimits {
   maxEventBytes: number;
   oversize: 'refuse' | 'cut';
+  queue: QueueLimits;
 }
+
+/** The committed event at one thread seq of the draft's thread. */
+export type LoggedEvent = (threadSeq: number) => DomainEvent | undefined;
 
 /** The state name the read model shows for an entity that has no live actor (finished, or never existed). */
 function viewStateOf(view: ThreadView, delivery: Delivery): string {
@@ -56,13 +62,15 @@ export class ThreadDraft {
   /** Events the machines refused and the command recorded as diagnostics instead. */
   readonly refusals: RefusedEvent[] = [];
   private staged = new Map<string, ActorState>();
+  readonly limits: DraftLimits;
   private readonly actors: ThreadActors;
-  private readonly limits: EventLimits;
+  private readonly logged: LoggedEvent;
 
-  constructor(actors: ThreadActors, view: ThreadView, at: number, limits: EventLimits) {
+  constructor(actors: ThreadActors, view: ThreadView, at: number, limits: DraftLimits, logged: LoggedEvent) {
     this.threadId = actors.threadId;
     this.actors = actors;
     this.limits = limits;
+    this.logged = logged;
     this.base = view;
     // The draft owns its own turns record; the base view stays untouched.
     this.view = { ...view, turns: { ...view.turns } };
@@ -115,6 +123,13 @@ export class ThreadDraft {
     this.staged = staged;
     this.events.push({ threadSeq, event });
     this.transitions.push(...transitions);
+  }
+
+  /** The whole input of a queued turn, from the `turn.queued` that queued it: emitted by this draft, or in the log. */
+  queuedInput(queued: QueuedTurnView): { text: string } {
+    const event = queued.seq > this.base.seq ? this.events[queued.seq - this.base.seq - 1]?.event : this.logged(queued.seq);
+    if (event?.type !== 'turn.queued' || event.queuedTurnId !== queued.turnId) throw new Error(`thread ${this.threadId}: turn ${queued.turnId} is not queued at seq ${queued.seq}`);
+    return event.input;
   }
 
   /** Notes an event the machines refused and the command kept going without (a worker's output, recorded as a diagnostic). */

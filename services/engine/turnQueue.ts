@@ -5,7 +5,33 @@ import type { ThreadDraft } from './threadDraft.ts';
 /** What `turn.start` does when a turn is already open. */
 export type WhileRunning = 'queue' | 'steer' | 'interrupt';
 
+/**
+ * How much input may wait on one thread, by count and in UTF-8 bytes: turns
+ * in its queue, and input steered into the open turn that no step took yet.
+ * Input the thread already accepted is never refused for them: steered
+ * input a turn settled without still becomes the next turn.
+ */
+export interface QueueLimits {
+  maxTurns: number;
+  maxBytes: number;
+}
+
+export const defaultQueueLimits: QueueLimits = { maxTurns: 100, maxBytes: 4 * 1024 * 1024 };
+
 const settles = new Set<DomainEvent['type']>(['turn.completed', 'turn.failed', 'turn.interrupted']);
+
+/** Refuses input that would make what waits exceed the limits, saying what to do instead. */
+function requireRoom(draft: ThreadDraft, place: { what: string; turnId?: string; sizes: readonly number[]; later: string }, text: string): void {
+  const { maxTurns, maxBytes } = draft.limits.queue;
+  const bytes = Buffer.byteLength(text);
+  const waitingBytes = place.sizes.reduce((sum, size) => sum + size, 0);
+  if (place.sizes.length < maxTurns && waitingBytes + bytes <= maxBytes) return;
+  throw new TurnloomError(
+    'queue_full',
+    `${place.what} holds ${place.sizes.length} inputs waiting (${waitingBytes} bytes); at most ${maxTurns} inputs and ${maxBytes} bytes may wait, and this one takes ${bytes}: ${bytes > maxBytes ? 'send less' : place.later}`,
+    { threadId: draft.threadId, ...(place.turnId ? { turnId: place.turnId } : {}), waiting: place.sizes.length, waitingBytes, bytes, maxTurns, maxBytes },
+  );
+}
 
 function requireNewTurnId(draft: ThreadDraft, turnId: string): void {
   if (draft.view.turns[turnId] || draft.view.queue.some((queued) => queued.turnId === turnId)) {
@@ -24,7 +50,10 @@ export function startTurn(draft: ThreadDraft, command: Extract<Command, { type: 
   const { turnId, input, provider } = command;
   const mode = command.mode ?? null;
   const openTurnId = draft.view.openTurnId;
-  const queue = (place: 'back' | 'front') => draft.emit({ type: 'turn.queued', queuedTurnId: turnId, input, provider, mode, place });
+  const queue = (place: 'back' | 'front') => {
+    requireRoom(draft, { what: `the queue of thread ${draft.threadId}`, sizes: draft.view.queue.map((queued) => queued.bytes), later: 'send it again once queued turns have run' }, input.text);
+    draft.emit({ type: 'turn.queued', queuedTurnId: turnId, input, provider, mode, place });
+  };
   if (openTurnId === null) {
     requireNewTurnId(draft, turnId);
     if (draft.view.queue.length === 0) draft.emit({ type: 'turn.requested', turnId, input, provider, mode });
@@ -37,6 +66,8 @@ export function startTurn(draft: ThreadDraft, command: Extract<Command, { type: 
     case 'steer':
       if (!stopping) {
         if (open.inbox.some((item) => item.id === turnId)) throw new TurnloomError('conflict', `input ${turnId} was already steered into turn ${openTurnId}`, { turnId: openTurnId, inputId: turnId });
+        const sizes = waitingInput(open).map((item) => Buffer.byteLength(item.text));
+        requireRoom(draft, { what: `the inbox of turn ${openTurnId}`, turnId: openTurnId, sizes, later: 'send it again once a step took what waits, or queue it' }, input.text);
         draft.emit({ type: 'input.steered', turnId: openTurnId, inputId: turnId, text: input.text });
         return;
       }
@@ -88,7 +119,7 @@ export function followQueue(draft: ThreadDraft): void {
   const next = draft.view.queue[0];
   if (draft.view.openTurnId !== null || next === undefined || draft.view.archived) return;
   try {
-    draft.emit({ type: 'turn.requested', turnId: next.turnId, input: next.input, provider: next.provider, mode: next.mode });
+    draft.emit({ type: 'turn.requested', turnId: next.turnId, input: draft.queuedInput(next), provider: next.provider, mode: next.mode });
   } catch (error) {
     if (!(error instanceof IllegalTransition)) throw error;
   }

@@ -1,12 +1,16 @@
 import { readFileSync } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
+import { LmdbStore } from '../../adapters/lmdbStore.ts';
 import { OpenAiChatProvider } from '../../adapters/providers/openaiChatProvider.ts';
 import { type RecordedStreamServer, parseChunks, serveRecordedStream } from '../../adapters/providers/recordedStreamServer.ts';
 import { ScriptedProvider } from '../../adapters/providers/scriptedProvider.ts';
-import type { StoredEvent, ToolExecutor } from '../../domain/index.ts';
-import type { TurnloomClient } from '../../client/index.ts';
+import { InProcessHub } from '../../bus/index.ts';
+import { TurnloomClient } from '../../client/index.ts';
+import type { Bus, StoredEvent, ToolExecutor } from '../../domain/index.ts';
+import { type TurnloomServer, type TurnloomServerOptions, startTurnloomServer } from '../../services/turnloomServer.ts';
 import { type ApiFixture, openApiFixture } from '../support/apiFixture.ts';
 import { fixturesDir } from '../support/fixtureOracle.ts';
+import { tempDir } from '../support/tempDir.ts';
 
 const chunks = (name: string) => parseChunks(readFileSync(`${fixturesDir}openai-chat/${name}`, 'utf8'));
 
@@ -184,5 +188,77 @@ describe('the turn inbox: input given while a turn runs', () => {
     expect(firstSettled).toBeGreaterThan(-1);
     expect(secondRequested).toBeGreaterThan(firstSettled);
     expect(turnsInLogOrder(events)).toEqual([firstId, replace.turnId]);
+  });
+});
+
+/** An input of `size` characters that says which it is. */
+const inputOf = (name: string, size: number) => `${name}: `.padEnd(size, 'x');
+
+describe('the turn inbox: how much may wait', () => {
+  let server: TurnloomServer | undefined;
+  let folder: { path: string; remove: () => void } | undefined;
+  const buses: Bus[] = [];
+  afterEach(async () => {
+    await server?.stop();
+    await Promise.all(buses.splice(0).map((bus) => bus.close()));
+    folder?.remove();
+    server = folder = undefined;
+  });
+
+  /** A server on one data folder that can be stopped and started again on it, as a restart does. */
+  async function serve(options: Partial<Omit<TurnloomServerOptions, 'bus' | 'store'>> = {}): Promise<TurnloomClient> {
+    folder ??= tempDir('turnloom-inbox-');
+    const hub = new InProcessHub();
+    const [serverBus, clientBus] = [hub.connect(), hub.connect()];
+    buses.push(serverBus, clientBus);
+    server = await startTurnloomServer({ ...options, bus: serverBus, store: LmdbStore.open(folder.path), prefix: 'inbox' });
+    return new TurnloomClient(clientBus, { prefix: 'inbox' });
+  }
+
+  it('runs queued turns after a restart in order, each with its whole input, and the model receives all of it', async () => {
+    // No worker yet: the first turn stays requested and the others queue behind it.
+    let client = await serve();
+    const { threadId } = await client.call('thread.create', {});
+    const texts = ['first', 'second', 'third', 'fourth'].map((name) => inputOf(name, 100_000));
+    const started = [];
+    for (const text of texts) started.push(await client.call('turn.start', { threadId, input: { text }, provider: { name: 'openai-chat' } }));
+    expect(started.map(({ inbox }) => inbox)).toEqual(['started', 'queued', 'queued', 'queued']);
+    await server!.stop();
+
+    http = await serveRecordedStream('openai-chat', [{ kind: 'stream', chunks: chunks('openai-text.chunks.txt') }]);
+    client = await serve({ providers: { 'openai-chat': new OpenAiChatProvider({ baseURL: http.baseURL, defaultModel: 'gpt-test' }) }, localWorker: { sideWork: false } });
+    const last = started.at(-1)!.turnId;
+    await expect.poll(async () => (await turnOf(client, threadId, last))?.state, { timeout: 30_000 }).toBe('completed');
+    const { thread } = await client.call('thread.get', { threadId });
+    expect(thread.turnIds).toEqual(started.map(({ turnId }) => turnId));
+    expect(thread.turnIds.map((id) => thread.turns[id]!.messages[0].parts[0]!.text)).toEqual(texts);
+    expect(http.requests.map((request) => (request.body as { messages: Array<{ role: string; content: unknown }> }).messages.at(-1))).toEqual(texts.map((content) => ({ role: 'user', content })));
+  });
+
+  it('answers thread.get with a queue of large inputs: the thread keeps a short entry of each, and the log the whole text', async () => {
+    const client = await serve();
+    const { threadId } = await client.call('thread.create', {});
+    await client.call('turn.start', { threadId, input: { text: 'the open turn' } });
+    // 800 KB of queued text: more than one answer may carry (512 KiB by default).
+    const queued = [];
+    for (let i = 0; i < 8; i++) queued.push(await client.call('turn.start', { threadId, input: { text: inputOf(`q${i}`, 100_000) } }));
+    const { thread } = await client.call('thread.get', { threadId });
+    expect(thread.queue.map(({ turnId, bytes }) => [turnId, bytes])).toEqual(queued.map(({ turnId }) => [turnId, 100_000]));
+    const entry = thread.queue[3]!;
+    expect(entry.preview).toBe(inputOf('q3', 120));
+    const [logged] = (await client.call('thread.events', { threadId, after: entry.seq - 1, limit: 1 })).events as StoredEvent[];
+    expect(logged!.event).toMatchObject({ type: 'turn.queued', queuedTurnId: entry.turnId, input: { text: inputOf('q3', 100_000) } });
+  });
+
+  it('refuses a turn.start past the limits with queue_full, which changes nothing', async () => {
+    const client = await serve({ queue: { maxTurns: 2 } });
+    const { threadId } = await client.call('thread.create', {});
+    const open = await client.call('turn.start', { threadId, input: { text: 'the open turn' } });
+    for (const text of ['one', 'two']) await client.call('turn.start', { threadId, input: { text } });
+    const before = await client.call('thread.get', { threadId });
+    await expect(client.call('turn.start', { threadId, input: { text: 'three' } })).rejects.toMatchObject({ code: 'queue_full', details: { threadId, waiting: 2, maxTurns: 2 } });
+    await expect(client.call('turn.start', { threadId, input: { text: 'three' }, whileRunning: 'interrupt' })).rejects.toMatchObject({ code: 'queue_full' });
+    const after = await client.call('thread.get', { threadId });
+    expect([after.seq, after.thread.queue, after.thread.turns[open.turnId]!.state]).toEqual([before.seq, before.thread.queue, 'requested']);
   });
 });
