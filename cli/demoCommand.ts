@@ -1,7 +1,8 @@
 import { mkdirSync, readdirSync } from 'node:fs';
-import { resolve } from 'node:path';
+import { join, resolve } from 'node:path';
 import { ScriptedProvider } from '../adapters/providers/scriptedProvider.ts';
 import { UsageError, parseOptions } from './cliErrors.ts';
+import { dataHome } from './dataHome.ts';
 import { readScriptFile } from './providerRegistry.ts';
 import { demoPrompt, loginRaceScript, writeLoginRaceProject } from './demo/loginRaceProject.ts';
 import { runEmbedded } from './run/embeddedRun.ts';
@@ -11,7 +12,7 @@ import { workspaceSetup } from './workspaceSetup.ts';
 
 export const demoUsage = `turnloom demo [options]   the seed scenario on a scratch git repository, with the scripted provider
   --prompt TEXT       what to ask (default: "${demoPrompt}")
-  --data DIR          LMDB data folder (default .turnloom/demo)
+  --data DIR          LMDB data folder (default: demo under $XDG_DATA_HOME/turnloom)
   --dir DIR           build the scratch project here, an empty or new folder, and keep it (default: a temporary one)
   --deny              refuse the test runs instead of allowing them
   --script FILE       another script for the scripted provider (see docs/providers.md)
@@ -29,7 +30,7 @@ export async function demoCommand(args: string[]): Promise<number> {
     options: {
       help: { type: 'boolean', short: 'h', default: false },
       prompt: { type: 'string', default: demoPrompt },
-      data: { type: 'string', default: '.turnloom/demo' },
+      data: { type: 'string' },
       dir: { type: 'string' },
       deny: { type: 'boolean', default: false },
       script: { type: 'string' },
@@ -41,7 +42,7 @@ export async function demoCommand(args: string[]): Promise<number> {
     return 0;
   }
   const script = values.script ? readScriptFile(values.script) : loginRaceScript;
-  const dataDir = resolve(values.data!);
+  const dataDir = values.data === undefined ? join(dataHome(), 'demo') : resolve(values.data);
   const scratch = values.dir === undefined ? tempFolder('turnloom-demo-') : null;
   const projectDir = values.dir === undefined ? scratch!.path : resolve(values.dir);
   try {

@@ -1,5 +1,5 @@
 import { TurnloomClient } from '../client/index.ts';
-import { InspectorRelay } from '../inspector/index.ts';
+import { startRelay } from './startRelay.ts';
 import { integerOption, parseOptions } from './cliErrors.ts';
 import { checkInboxPrefix, checkPrefix, connectNats, natsArgOptions, natsSettings, refuseSecretFlags } from './natsOptions.ts';
 import { registerSecret } from './redact.ts';
@@ -40,7 +40,7 @@ export async function inspectCommand(args: string[]): Promise<number> {
 
   const bus = await connectNats(nats, 'turnloom-inspect', inboxPrefix);
   try {
-    const relay = await new InspectorRelay({ bus, prefix, port, ...(token ? { token } : {}) }).start();
+    const relay = await startRelay({ bus, prefix, port, ...(token ? { token } : {}) }, '--port');
     console.log(`turnloom inspect: ${relay.url} (engine on ${nats.display}, prefix ${prefix})`);
     for (const warning of nats.warnings) console.warn(`  ${warning}`);
     // The page works without an engine and catches up when one answers; say so rather than show an empty page.

@@ -78,6 +78,9 @@ process.on('uncaughtException', (error) => {
   console.error(redact(inspect(error)));
   process.exit(1);
 });
+// A command waits on the bus, timers and child processes, some of them unref'd: while it runs, the process stays up,
+// so nothing it still awaits can end it with an unsettled top-level await (exit 13).
+const keepAlive = setInterval(() => undefined, 1 << 30);
 try {
   process.exitCode = await main(process.argv.slice(2));
 } catch (error) {
@@ -86,4 +89,6 @@ try {
   if (message !== undefined) console.error(`turnloom: ${oneLine(redact(message))}`);
   else console.error(redact(inspect(error)));
   process.exitCode = error instanceof UsageError ? 2 : 1;
+} finally {
+  clearInterval(keepAlive);
 }

@@ -4,6 +4,23 @@ import type { ProviderAdapter, ProviderChoice } from '../domain/index.ts';
 import { UsageError, readJsonFile } from './cliErrors.ts';
 import { registerSecret } from './redact.ts';
 
+/** Every provider turnloom knows, and what makes each available. */
+const knownProviders: Record<string, string> = {
+  scripted: 'always there',
+  anthropic: 'needs ANTHROPIC_API_KEY',
+  'openai-chat': 'needs OPENAI_API_KEY',
+  'openai-responses': 'needs OPENAI_API_KEY',
+};
+
+/** The one line for a provider name that is not configured here: what the names are, and what each needs. */
+export function unknownProvider(command: string, name: string, configured: Record<string, unknown>): string {
+  const names = Object.keys(knownProviders);
+  if (names.includes(name)) return `${command}: provider "${name}" is not configured: it ${knownProviders[name]} (configured here: ${Object.keys(configured).join(', ')})`;
+  const close = names.filter((candidate) => candidate.startsWith(name) || name.startsWith(candidate.split('-')[0]!));
+  const hint = close.length > 0 ? `did you mean ${close.join(' or ')}? ` : '';
+  return `${command}: no provider "${name}"; ${hint}the providers are ${names.map((known) => `${known} (${knownProviders[known]})`).join(', ')}`;
+}
+
 export interface ProviderSetup {
   providers: Record<string, ProviderAdapter>;
   defaultProvider: ProviderChoice;
@@ -51,7 +68,7 @@ export async function providersFromEnvironment(env: NodeJS.ProcessEnv, scriptPat
     providers['openai-responses'] = new LazyProvider('openai-responses', async () => new (await import('../adapters/providers/openaiResponsesProvider.ts')).OpenAiResponsesProvider(options));
   }
   const name = env.TURNLOOM_PROVIDER ?? Object.keys(providers).find((candidate) => candidate !== 'scripted') ?? 'scripted';
-  if (!providers[name]) throw new UsageError(`TURNLOOM_PROVIDER=${name}, but that provider is not configured (set its API key; configured: ${Object.keys(providers).join(', ')})`);
+  if (!providers[name]) throw new UsageError(unknownProvider('TURNLOOM_PROVIDER', name, providers));
   const defaultProvider: ProviderChoice = { name, model: env.TURNLOOM_MODEL ?? models[name] ?? null };
   return {
     providers,

@@ -1,7 +1,9 @@
 import { resolve } from 'node:path';
 import { type PermissionMode, permissionModes } from '../domain/index.ts';
 import { UsageError, integerOption, parseOptions } from './cliErrors.ts';
-import { providersFromEnvironment } from './providerRegistry.ts';
+import { defaultDataFolder } from './dataHome.ts';
+import { failureHint } from './run/failureHint.ts';
+import { providersFromEnvironment, unknownProvider } from './providerRegistry.ts';
 import type { ApprovalPolicy } from './run/approvalAnswers.ts';
 import { type RunReport, runEmbedded } from './run/embeddedRun.ts';
 import { workspaceSetup } from './workspaceSetup.ts';
@@ -12,11 +14,13 @@ export const runUsage = `turnloom run "<prompt>" [options]   one turn on the wor
   --model NAME        the provider's model
   --approve POLICY    ask (default in a terminal), auto (allow all), or deny (default otherwise)
   --mode MODE         ask, auto-edits, full or read-only: what runs without asking
-  --data DIR          keep the thread in this LMDB folder (default: a temporary one)
-  --thread ID         continue this thread (needs the --data it was run with)
+  --data DIR          keep the threads in this LMDB folder (default: one for this workspace under
+                      $XDG_DATA_HOME/turnloom, never inside the workspace)
+  --continue, -c      continue the thread that ran last in this workspace (or --data folder)
+  --thread ID         continue this thread (it must be in the --data folder, or this workspace's)
   --script FILE       script for the scripted provider (see docs/providers.md)
   --context-window N  the model's context window in tokens, when its known one is wrong or unknown
-  --json              print { threadId, title, turnId, status, text, toolCalls, approvals, checkpoint, usage } and nothing else
+  --json              print { threadId, title, turnId, status, error, text, toolCalls, approvals, checkpoint, usage } and nothing else
   In a terminal, a line typed while the turn runs is steered into it (the model reads it at its next step);
   start the line with /queue to run it as the next turn instead. The report is of the last turn that ran.
   Keys: OPENAI_API_KEY (+ OPENAI_BASE_URL for any OpenAI-compatible server), ANTHROPIC_API_KEY.`;
@@ -36,6 +40,7 @@ export async function runCommand(args: string[]): Promise<number> {
       mode: { type: 'string' },
       data: { type: 'string' },
       thread: { type: 'string' },
+      continue: { type: 'boolean', short: 'c', default: false },
       script: { type: 'string' },
       'context-window': { type: 'string' },
       json: { type: 'boolean', default: false },
@@ -53,13 +58,14 @@ export async function runCommand(args: string[]): Promise<number> {
   if (values.mode !== undefined && !permissionModes.includes(values.mode as PermissionMode)) {
     throw new UsageError(`run: --mode must be one of ${permissionModes.join(', ')}, not "${values.mode}"`);
   }
-  if (values.thread !== undefined && values.data === undefined) throw new UsageError('run: --thread needs the --data folder the thread was run with');
+  if (values.thread !== undefined && values.continue) throw new UsageError('run: pass --continue (the thread that ran last) or --thread ID, not both');
   const contextWindow = integerOption('run', 'context-window', values['context-window'], { min: 1_000, unit: 'tokens' }) ?? null;
 
   const workspace = await workspaceSetup('run', '--cwd', values.cwd!);
+  const dataDir = values.data === undefined ? defaultDataFolder(workspace.project) : resolve(values.data);
   const setup = await providersFromEnvironment(process.env, values.script);
   const name = values.provider ?? setup.defaultProvider.name;
-  if (!setup.providers[name]) throw new UsageError(`run: no provider "${name}" (configured: ${Object.keys(setup.providers).join(', ')}; a real one needs its API key)`);
+  if (!setup.providers[name]) throw new UsageError(unknownProvider('run', name, setup.providers));
   const model = values.model ?? (name === setup.defaultProvider.name ? setup.defaultProvider.model : null);
   const notes = process.stderr;
   if (Object.keys(setup.providers).length === 1) notes.write('turnloom: no OPENAI_API_KEY or ANTHROPIC_API_KEY is set, so the scripted provider answers\n');
@@ -68,8 +74,8 @@ export async function runCommand(args: string[]): Promise<number> {
   const report = await runEmbedded({
     prompt,
     workspace,
-    dataDir: values.data === undefined ? null : resolve(values.data),
-    threadId: values.thread ?? null,
+    dataDir,
+    threadId: values.continue ? { last: true } : (values.thread ?? null),
     providers: setup.providers,
     provider: { name, model },
     policy,
@@ -78,17 +84,23 @@ export async function runCommand(args: string[]): Promise<number> {
     view: values.json ? null : { out: process.stdout, tty: process.stdout.isTTY === true },
     input: process.stdin,
     prompts: values.json ? process.stderr : process.stdout,
+    // Named at once, so a run stopped at any moment (kill -9 included) can be continued.
+    onThread: (threadId) => notes.write(`thread ${threadId} · data ${dataDir}\n`),
   });
   if (values.json) console.log(JSON.stringify(jsonReport(report)));
-  else printSummary(report);
+  else {
+    printSummary(report);
+    console.log(`continue this thread: turnloom run --thread ${report.threadId} "…"${values.cwd === '.' ? '' : ` --cwd ${shellQuote(values.cwd!)}`}${values.data === undefined ? '' : ` --data ${shellQuote(values.data)}`}`);
+  }
   return report.status === 'completed' ? 0 : report.status === 'interrupted' ? 130 : 1;
 }
 
-const jsonReport = ({ threadId, title, turnId, status, text, toolCalls, approvals, checkpoint, usage }: RunReport) => ({
+const jsonReport = ({ threadId, title, turnId, status, failure, text, toolCalls, approvals, checkpoint, usage }: RunReport) => ({
   threadId,
   title,
   turnId,
   status,
+  error: failure && { ...failure, hint: failureHint(failure) },
   text,
   toolCalls,
   approvals,
@@ -96,9 +108,18 @@ const jsonReport = ({ threadId, title, turnId, status, text, toolCalls, approval
   usage,
 });
 
+/** A word as a POSIX shell reads it back: quoted only when it has to be. */
+const shellQuote = (word: string) => (/^[\w@%+=:,./-]+$/.test(word) ? word : `'${word.replaceAll("'", "'\\''")}'`);
+
 export function printSummary(report: RunReport): void {
   const files = report.checkpoint?.files ?? [];
-  const lines = [`\nturn ${report.status} · thread ${report.threadId} · ${report.toolCalls.length} tool calls · ${report.usage.input} in / ${report.usage.output} out tokens`, `title: ${report.title}`];
+  const lines = [`\nturn ${report.status} · thread ${report.threadId} · ${report.toolCalls.length} tool calls · ${report.usage.input} in / ${report.usage.output} out tokens`];
+  if (report.failure) {
+    const { kind, message, status } = report.failure;
+    const hint = failureHint(report.failure);
+    lines.push(`error: ${kind}${status === null ? '' : ` (HTTP ${status})`}: ${message}${hint ? `\n  ${hint}` : ''}`);
+  }
+  lines.push(`title: ${report.title}`);
   if (report.checkpoint) {
     const added = files.reduce((sum, file) => sum + file.additions, 0);
     const removed = files.reduce((sum, file) => sum + file.deletions, 0);

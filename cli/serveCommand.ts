@@ -3,9 +3,11 @@ import { type Bus, TurnloomError } from '../domain/index.ts';
 import { InProcessHub, NatsBus } from '../bus/index.ts';
 import { type AuthConfig, DEFAULT_MAX_PAYLOAD, authConfigSchema } from '../services/api/index.ts';
 import { type TurnloomServer, VERSION, startTurnloomServer } from '../services/turnloomServer.ts';
-import { InspectorRelay } from '../inspector/index.ts';
+import type { InspectorRelay } from '../inspector/index.ts';
+import { startRelay } from './startRelay.ts';
 import { UsageError, integerOption, parseOptions, positiveOption, readJsonFile } from './cliErrors.ts';
 import { type NatsSettings, checkInboxPrefix, checkPrefix, natsArgOptions, connectNats, natsSettings, refuseSecretFlags } from './natsOptions.ts';
+import { defaultDataFolder } from './dataHome.ts';
 import { openStore } from './openStore.ts';
 import { providersFromEnvironment } from './providerRegistry.ts';
 import { registerSecret } from './redact.ts';
@@ -21,7 +23,8 @@ export const serveUsage = `turnloom serve [options]
                       from TURNLOOM_NATS_TOKEN, never from the command line, where ps shows it
   --nats-creds FILE   NATS credentials file (user JWT and NKEY seed, as nsc writes it)
   --inbox-prefix P    the inbox prefix this NATS user may read (e.g. _INBOX_engine; default _INBOX)
-  --data DIR          LMDB data folder (default .turnloom/data)
+  --data DIR          LMDB data folder (default: one for the workspace under $XDG_DATA_HOME/turnloom, the same
+                      folder \`turnloom run\` uses there; never inside the workspace)
   --prefix P          subject prefix (default turnloom)
   --auth FILE         tokens and scopes as JSON: {"tokens":{"<token>":{"principal":"alice","scopes":["read","operate"]}}}
   --script FILE       script for the scripted provider (see docs/providers.md)
@@ -69,7 +72,7 @@ export async function serveCommand(args: string[]): Promise<number> {
     args,
     options: {
       ...natsArgOptions,
-      data: { type: 'string', default: '.turnloom/data' },
+      data: { type: 'string' },
       prefix: { type: 'string', default: 'turnloom' },
       auth: { type: 'string' },
       script: { type: 'string' },
@@ -105,8 +108,8 @@ export async function serveCommand(args: string[]): Promise<number> {
   } else if (values['nats-user'] !== undefined || values['nats-creds'] !== undefined) {
     throw new UsageError(`serve: ${values['nats-user'] !== undefined ? '--nats-user' : '--nats-creds'} needs --nats URL`);
   }
-  const dataDir = resolve(values.data!);
   const workspace = values['no-worker'] ? null : await workspaceSetup('serve', '--workspace', values.workspace ?? '.');
+  const dataDir = values.data === undefined ? defaultDataFolder(workspace?.project ?? resolve('.')) : resolve(values.data);
 
   // Then the resources, each closed again if a later one fails.
   const store = openStore(dataDir);
@@ -128,7 +131,7 @@ export async function serveCommand(args: string[]): Promise<number> {
       ...(leaseTimeout ? { workers: { leaseTimeoutMs: leaseTimeout * 1_000 } } : {}),
       ...(contextWindow ? { runner: { compaction: { contextWindow } } } : {}),
     });
-    if (inspectPort !== undefined) relay = await new InspectorRelay({ bus, prefix, port: inspectPort, ...(token ? { token } : {}) }).start();
+    if (inspectPort !== undefined) relay = await startRelay({ bus, prefix, port: inspectPort, ...(token ? { token } : {}) }, '--inspect');
   } catch (error) {
     await server?.stop().catch(() => {});
     await bus?.close().catch(() => {});

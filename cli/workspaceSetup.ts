@@ -7,6 +7,8 @@ import { UsageError } from './cliErrors.ts';
 
 export interface WorkspaceSetup {
   workspace: string;
+  /** The project it belongs to: its git repository's top folder, or the workspace itself (what the default data folder is named after). */
+  project: string;
   tools: NonNullable<WorkerOptions['tools']>;
   checkpoints: CheckpointSetting;
   /** One line for the console: where the agent works, and whether its turns can be undone. */
@@ -21,6 +23,7 @@ export async function workspaceSetup(command: string, option: string, dir: strin
   const checkpoints: CheckpointSetting = store ? { store } : { off: `${workspace} is not a git repository: turns run without checkpoints, and cannot be undone` };
   return {
     workspace,
+    project: store?.root ?? workspace,
     tools: new WorkspaceTools({ root: workspace }),
     checkpoints,
     summary: store ? `workspace ${workspace} (git checkpoints on)` : `workspace ${workspace} (not a git repository: no checkpoints)`,

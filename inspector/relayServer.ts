@@ -112,8 +112,8 @@ export class InspectorRelay {
         resolve();
       });
     }).catch((error: NodeJS.ErrnoException) => {
-      if (error.code === 'EADDRINUSE') throw new TurnloomError('unavailable', `port ${this.options.port} on 127.0.0.1 is taken; choose another with --port (0 picks a free one)`);
-      if (error.code === 'EACCES') throw new TurnloomError('unavailable', `port ${this.options.port} needs privileges; choose one above 1023`);
+      if (error.code === 'EADDRINUSE') throw new TurnloomError('unavailable', `port ${this.options.port} on 127.0.0.1 is taken; choose another (0 picks a free one)`, { port: this.options.port, portProblem: 'taken' });
+      if (error.code === 'EACCES') throw new TurnloomError('unavailable', `port ${this.options.port} needs privileges; choose one above 1023`, { port: this.options.port, portProblem: 'privileged' });
       throw error;
     });
     this.server = server;

@@ -1,3 +1,6 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { TestProject } from 'vitest/node';
 import { chromiumPath } from './support/chromium.ts';
 import { installFromDebian } from './support/debianPackage.ts';
@@ -11,6 +14,9 @@ declare module 'vitest' {
 
 /** One private nats-server for the whole run; tests needing faults start their own. */
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
+  // Commands run without --data keep their threads under the XDG data home: the tests' own, never the user's.
+  const dataHome = mkdtempSync(join(tmpdir(), 'turnloom-xdg-'));
+  process.env.XDG_DATA_HOME = dataHome;
   ensureNatsServer();
   // The grep tool uses ripgrep when it is there; its test says what to install when it cannot be brought.
   installFromDebian('rg', 'ripgrep');
@@ -18,5 +24,8 @@ export default async function setup(project: TestProject): Promise<() => Promise
   if (!chromiumPath()) installFromDebian('chromium', 'chromium');
   const server = await startNatsServer();
   project.provide('natsUrl', server.url);
-  return () => server.dispose();
+  return async () => {
+    await server.dispose();
+    rmSync(dataHome, { recursive: true, force: true });
+  };
 }

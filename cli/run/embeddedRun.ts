@@ -2,7 +2,8 @@ import { InProcessHub } from '../../bus/index.ts';
 import { TurnloomClient } from '../../client/index.ts';
 import type { PermissionMode, ProviderAdapter, ProviderChoice, ThreadView, TurnView, Usage } from '../../domain/index.ts';
 import { TurnloomError } from '../../domain/index.ts';
-import { startTurnloomServer } from '../../services/turnloomServer.ts';
+import type { LmdbStore } from '../../adapters/lmdbStore.ts';
+import { type TurnloomServer, startTurnloomServer } from '../../services/turnloomServer.ts';
 import { openStore } from '../openStore.ts';
 import { tempFolder } from '../tempFolder.ts';
 import type { WorkspaceSetup } from '../workspaceSetup.ts';
@@ -17,8 +18,8 @@ export interface RunRequest {
   contextWindow?: number | null;
   /** Where the thread is kept; `null`: a temporary folder, removed after the run. */
   dataDir: string | null;
-  /** Continue this thread (it must be in `dataDir`). */
-  threadId: string | null;
+  /** Continue this thread (it must be in `dataDir`), or `last`: the thread of `dataDir` that ran last. */
+  threadId: string | { last: true } | null;
   providers: Record<string, ProviderAdapter>;
   provider: ProviderChoice;
   policy: ApprovalPolicy;
@@ -30,6 +31,8 @@ export interface RunRequest {
   prompts: NodeJS.WritableStream;
   /** Called once the engine and worker are up (the data folder is open), before the turn starts. */
   onStarted?: () => void;
+  /** Called with the thread as soon as it is known (created or found), so a run stopped at any moment can be continued. */
+  onThread?: (threadId: string) => void;
 }
 
 export interface RunReport {
@@ -46,6 +49,19 @@ export interface RunReport {
   usage: Usage;
   /** How many events the thread's log holds after the run. */
   events: number;
+  /** Why the turn failed, when it did: the provider's or the tool's own words, with what to do about it when that is known. */
+  failure: RunFailure | null;
+}
+
+/** A failed turn's reason, from the error activity its worker recorded. */
+export interface RunFailure {
+  /** `authentication`, `connection`, `rateLimit`…, or `error` when the failure was not the provider's. */
+  kind: string;
+  message: string;
+  /** The provider's HTTP status, when it answered. */
+  status: number | null;
+  /** The provider the turn ran on. */
+  provider: string;
 }
 
 const settledStates = ['completed', 'failed', 'interrupted'];
@@ -77,10 +93,8 @@ export async function runEmbedded(request: RunRequest): Promise<RunReport> {
   request.onStarted?.();
   let lines = null as LineSource | null;
   try {
-    const threadId = request.threadId ?? (await client.call('thread.create', { title: request.prompt.slice(0, 200), workspace: workspace.workspace, ...(request.mode ? { mode: request.mode } : {}) })).threadId;
-    if (request.threadId && !server.engine.summary(threadId)) {
-      throw new TurnloomError('not_found', `no thread ${threadId} in ${request.dataDir}: pass the --data folder it was run with`, { threadId });
-    }
+    const threadId = await threadToRun(request, store, server, client);
+    request.onThread?.(threadId);
     const watch = await client.watchThread(threadId, { via: 'subjects' });
     const view = request.view ? new TerminalView(request.view.out, request.view.tty) : null;
     const say = (line: string) => (view ? view.line(line) : request.prompts.write(`${line}\n`));
@@ -91,6 +105,8 @@ export async function runEmbedded(request: RunRequest): Promise<RunReport> {
       ...(request.mode && request.threadId ? { mode: request.mode } : {}),
     });
     let turnId = firstTurnId;
+    // A turn a stopped run left open (resumed by this run's worker) goes first; ours is queued behind it.
+    const openTurn = () => watch.context.view?.openTurnId ?? null;
 
     // A person at a terminal may type while the turn runs: steered into it, or queued after it with /queue.
     const followUps: string[] = [];
@@ -115,17 +131,24 @@ export async function runEmbedded(request: RunRequest): Promise<RunReport> {
     const typing = view !== null && request.view!.tty && (request.input as { isTTY?: boolean }).isTTY === true;
 
     let interrupts = 0;
-    const interrupt = () => {
+    let stopReason = 'interrupted with Ctrl-C';
+    const stopOpenTurn = () => {
+      const open = openTurn() ?? turnId;
+      client.call('turn.interrupt', { threadId, turnId: open, reason: stopReason }).catch((error: unknown) => say(`could not interrupt: ${(error as Error).message}`));
+    };
+    const interrupt = (signal: NodeJS.Signals = 'SIGINT') => {
       interrupts += 1;
       if (interrupts > 1) {
         // Leaving at once skips every finally: the throwaway data folder goes now or never.
         temporary?.remove();
         process.exit(130);
       }
-      say('interrupting… (Ctrl-C again to quit at once)');
-      client.call('turn.interrupt', { threadId, turnId, reason: 'interrupted with Ctrl-C' }).catch((error: unknown) => say(`could not interrupt: ${(error as Error).message}`));
+      stopReason = signal === 'SIGINT' ? 'interrupted with Ctrl-C' : `the run got ${signal}`;
+      say(`interrupting… (${signal === 'SIGINT' ? 'Ctrl-C' : signal} again to quit at once)`);
+      stopOpenTurn();
     };
-    process.on('SIGINT', interrupt);
+    const stopSignals = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
+    for (const signal of stopSignals) process.on(signal, interrupt);
     const readLines = () => (lines ??= lineSource(request.input, request.prompts, interrupt, typing ? prompt : undefined));
     if (typing) {
       readLines();
@@ -141,14 +164,24 @@ export async function runEmbedded(request: RunRequest): Promise<RunReport> {
         if (interrupts > 0) return;
         await client.call('approval.respond', { threadId, approvalId: approval.id, decision: answer.decision, note: answer.note });
       };
-      await follow(watch, turnId, new TurnProgress(), view, answerOne);
+      /** Follows whatever runs before `target` (a turn left open by a stopped run), then `target` itself. */
+      const followThrough = async (target: string) => {
+        for (let open = openTurn(); open !== null && open !== target; open = openTurn()) {
+          say(`turn ${open} of this thread, left open by a run that stopped, goes on first`);
+          await follow(watch, open, new TurnProgress(), view, answerOne);
+          // Stopped while it ran: ours is stopped too rather than started.
+          if (interrupts > 0 && openTurn() === target) stopOpenTurn();
+        }
+        await follow(watch, target, new TurnProgress(), view, answerOne);
+      };
+      await followThrough(turnId);
       // Queued prompts run one after another once this turn settled, unless it was interrupted.
       for (;;) {
         await Promise.all([...sends]);
         const next = followUps.shift();
         if (next === undefined || interrupts > 0) break;
         turnId = next;
-        await follow(watch, turnId, new TurnProgress(), view, answerOne);
+        await followThrough(turnId);
       }
       view?.close();
       // The title and the turn's summary come after it settled, from the worker's side work: wait for them.
@@ -158,7 +191,7 @@ export async function runEmbedded(request: RunRequest): Promise<RunReport> {
       watch.close();
       return report;
     } finally {
-      process.off('SIGINT', interrupt);
+      for (const signal of stopSignals) process.off(signal, interrupt);
     }
   } finally {
     lines?.close();
@@ -196,6 +229,42 @@ function follow(
   });
 }
 
+/** The thread this run continues (checked to be in the data folder), or a new one. */
+async function threadToRun(request: RunRequest, store: LmdbStore, server: TurnloomServer, client: TurnloomClient): Promise<string> {
+  const wanted = request.threadId;
+  if (wanted === null) {
+    const { workspace, mode, prompt } = request;
+    return (await client.call('thread.create', { title: prompt.slice(0, 200), workspace: workspace.workspace, ...(mode ? { mode } : {}) })).threadId;
+  }
+  if (typeof wanted === 'string') {
+    if (!server.engine.summary(wanted)) throw new TurnloomError('not_found', `no thread ${wanted} in ${request.dataDir}: pass the --data folder it was run with`, { threadId: wanted });
+    return wanted;
+  }
+  const last = lastThread(store);
+  if (last === null) throw new TurnloomError('not_found', `no thread in ${request.dataDir} to continue: run without --continue to start one`, { dataDir: request.dataDir });
+  return last;
+}
+
+/** The thread of the folder that ran last (not archived): what --continue goes on with. */
+function lastThread(store: LmdbStore): string | null {
+  let last: { id: string; updatedAt: number } | null = null;
+  for (const { summary } of store.threadsNewestFirst(null)) {
+    if (!summary.archived && (last === null || summary.updatedAt > last.updatedAt)) last = summary;
+  }
+  return last?.id ?? null;
+}
+
+/** Why the turn failed, from the last error its worker recorded (or the turn's own error). */
+function failureOf(turn: TurnView): RunFailure | null {
+  if (turn.state !== 'failed') return null;
+  const activity = turn.activities.findLast((candidate) => candidate.kind === 'error');
+  const info = activity?.data.error as { kind?: unknown; message?: unknown; status?: unknown } | undefined;
+  if (info && typeof info.kind === 'string' && typeof info.message === 'string') {
+    return { kind: info.kind, message: info.message, status: typeof info.status === 'number' ? info.status : null, provider: turn.provider.name };
+  }
+  return { kind: 'error', message: activity?.message ?? turn.error ?? 'the turn failed', status: null, provider: turn.provider.name };
+}
+
 function reportOf(thread: ThreadView, turnId: string): RunReport {
   const turn = thread.turns[turnId]!;
   const parts = turn.messages[1].parts;
@@ -217,5 +286,6 @@ function reportOf(thread: ThreadView, turnId: string): RunReport {
       : null,
     usage: turn.usage,
     events: thread.seq,
+    failure: failureOf(turn),
   };
 }

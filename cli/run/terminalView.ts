@@ -57,6 +57,10 @@ export class TerminalView {
         this.stopSpinner();
         this.line('');
         return;
+      case 'note':
+        this.lastPart = null;
+        this.line(progress.text);
+        return;
     }
   }
 

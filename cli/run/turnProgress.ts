@@ -5,7 +5,15 @@ export type Progress =
   | { kind: 'text' | 'reasoning'; partId: string; text: string }
   | { kind: 'toolStarted'; partId: string; label: string }
   | { kind: 'toolEnded'; partId: string; label: string; ok: boolean; detail: string }
-  | { kind: 'approval'; approval: ApprovalView };
+  | { kind: 'approval'; approval: ApprovalView }
+  /** Something the turn went through that a person should see as it happens: a retry, a repair (a failure is in the summary). */
+  | { kind: 'note'; text: string };
+
+/** Activities a person sees as they happen, and how each reads. */
+const shownActivities: Record<string, (message: string) => string> = {
+  retry: (message) => `↻ retrying: ${message}`,
+  repair: (message) => `⚠ ${message}`,
+};
 
 const ended = (part: PartView) => ['completed', 'error', 'interrupted'].includes(part.state);
 
@@ -28,6 +36,7 @@ export class TurnProgress {
   private readonly running = new Set<string>();
   private readonly closed = new Set<string>();
   private readonly asked = new Set<string>();
+  private noted = 0;
 
   next(turn: TurnView): Progress[] {
     const out: Progress[] = [];
@@ -54,6 +63,11 @@ export class TurnProgress {
       this.asked.add(approval.id);
       out.push({ kind: 'approval', approval });
     }
+    for (const activity of turn.activities.slice(this.noted)) {
+      const shown = shownActivities[activity.kind];
+      if (shown) out.push({ kind: 'note', text: shown(activity.message) });
+    }
+    this.noted = turn.activities.length;
     return out;
   }
 }

@@ -32,8 +32,11 @@ describe('turnloom inspect and serve --inspect', () => {
   it('a port already taken is one line, and nothing stays open', async () => {
     const taken = await takenPort();
     try {
-      expectOneLineFailure(await run(['inspect', '--nats', inject('natsUrl'), '--port', String(taken.port)]), new RegExp(`port ${taken.port} on 127.0.0.1 is taken`));
-      expectOneLineFailure(await run(['serve', '--data', 'taken', '--inspect', String(taken.port), '--no-worker']), new RegExp(`port ${taken.port} on 127.0.0.1 is taken`));
+      expectOneLineFailure(await run(['inspect', '--nats', inject('natsUrl'), '--port', String(taken.port)]), new RegExp(`--port ${taken.port}: port ${taken.port} on 127.0.0.1 is taken; choose another`));
+      // Each command names its own option.
+      const serve = await run(['serve', '--data', 'taken', '--inspect', String(taken.port), '--no-worker']);
+      expectOneLineFailure(serve, new RegExp(`--inspect ${taken.port}: port ${taken.port} on 127.0.0.1 is taken; choose another`));
+      expect(serve.stderr).not.toContain('--port');
       // The folder was given back: a serve on it starts.
       const again = startCli(['serve', '--data', 'taken', '--no-worker'], { cwd: dir.path, deadlineMs: null });
       await expect.poll(() => again.output(), { timeout: 30_000 }).toContain('data:');

@@ -369,9 +369,11 @@ describe('turnloom run with a usage mistake', () => {
     { name: 'a blank prompt', args: () => ['run', '   '], says: /say what to do/ },
     { name: '--approve maybe', args: () => ['run', 'x', '--approve', 'maybe'], says: /--approve must be ask, auto or deny, not "maybe"/ },
     { name: '--mode sideways', args: () => ['run', 'x', '--mode', 'sideways'], says: /--mode must be one of .*read-only.*"sideways"/ },
-    { name: '--thread without --data', args: () => ['run', 'x', '--thread', 'X'], says: /--thread needs the --data/ },
+    { name: '--thread with --continue', args: () => ['run', 'x', '--thread', 'X', '--continue'], says: /--continue .* or --thread ID, not both/ },
     { name: '--cwd that does not exist', args: () => ['run', 'x', '--cwd', '/nonexistent'], says: /--cwd \/nonexistent is not a folder/ },
-    { name: '--provider that is not configured', args: () => ['run', 'x', '--provider', 'nope'], says: /no provider "nope"/ },
+    { name: '--provider that is not configured', args: () => ['run', 'x', '--provider', 'nope'], says: /no provider "nope"; the providers are scripted .*, anthropic .*, openai-chat .*, openai-responses/ },
+    { name: '--provider openai (close to two names)', args: () => ['run', 'x', '--provider', 'openai'], says: /no provider "openai"; did you mean openai-chat or openai-responses\?/ },
+    { name: '--provider of a known name without its key', args: () => ['run', 'x', '--provider', 'anthropic'], says: /provider "anthropic" is not configured: it needs ANTHROPIC_API_KEY/ },
     { name: 'an unknown option', args: () => ['run', 'x', '--bogus'], says: /unknown option --bogus/ },
     { name: '--script that does not exist', args: (workspace) => ['run', 'x', '--script', join(workspace, 'missing.json')], says: /--script .*no such file/ },
   ];

@@ -11,7 +11,8 @@ describe('the turnloom command', () => {
     const demo = await runCli(['demo'], { cwd: dir.path, deadlineMs: 90_000 });
     const output = demo.stdout + demo.stderr;
     expect(demo.code, output).toBe(0);
-    expect(output).toContain(`data in ${dir.path}/.turnloom/demo`);
+    // Its data is turnloom's own, under the XDG data home: nowhere near the folder it was started in.
+    expect(output).toContain(`data in ${process.env.XDG_DATA_HOME}/turnloom/demo`);
     // The first test run fails on the race, the edit lands, the second run passes.
     expect(output).toMatch(/allowed bash node --test[\s\S]*✗ bash node --test .*exit code 1[\s\S]*✓ edit src\/session\.js[\s\S]*✓ bash node --test/);
     expect(output).toContain('turn completed');
