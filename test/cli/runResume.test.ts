@@ -77,6 +77,28 @@ describe('a run that was stopped can be continued', () => {
     expect(JSON.parse(again.stdout.trim())).toMatchObject({ threadId, status: 'completed' });
   });
 
+  it('after kill -9 while an approval waits: run --continue asks it again, and the approved command runs once', { timeout: 90_000 }, async () => {
+    const workspace = repo();
+    const data = folder();
+    const script = join(data.path, 'script.json');
+    writeFileSync(script, JSON.stringify({ steps: [[{ toolCall: { name: 'bash', input: { command: 'echo ran >> ran.txt' } } }], [{ text: 'Ran it.' }]] }));
+    const args = ['--cwd', workspace.path, '--data', join(data.path, 'state'), '--script', script, '--approve', 'ask'];
+    const first = start(['run', 'run it', ...args], { cwd: workspace.path });
+    await first.waitFor('stdout', '? allow bash echo ran >> ran.txt');
+    first.child.kill('SIGKILL');
+    await first.exited;
+
+    const next = start(['run', '--continue', 'thanks', ...args], { cwd: workspace.path });
+    await next.waitFor('stdout', 'goes on first');
+    await next.waitFor('stdout', '? allow bash echo ran >> ran.txt');
+    next.write('y\n');
+    next.endInput();
+    const result = await next.exited;
+    expect(result.code, shown(result)).toBe(0);
+    // Asked once more (for the new turn's own call, which the closed input denies), run once.
+    expect(ranLines(workspace.path)).toBe(1);
+  });
+
   it('after SIGTERM: the run settles the turn as Ctrl-C would (the command is stopped), and run --continue goes on', { timeout: 90_000 }, async () => {
     const workspace = repo();
     const data = folder();
