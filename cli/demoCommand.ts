@@ -5,7 +5,7 @@ import { UsageError, parseOptions } from './cliErrors.ts';
 import { readScriptFile } from './providerRegistry.ts';
 import { demoPrompt, loginRaceScript, writeLoginRaceProject } from './demo/loginRaceProject.ts';
 import { runEmbedded } from './run/embeddedRun.ts';
-import { printSummary } from './runCommand.ts';
+import { changesOf, printSummary } from './runCommand.ts';
 import { tempFolder } from './tempFolder.ts';
 import { workspaceSetup } from './workspaceSetup.ts';
 
@@ -68,7 +68,7 @@ export async function demoCommand(args: string[]): Promise<number> {
     });
     if (values.json) {
       const { threadId, title, status, approvals, toolCalls, checkpoint, events } = report;
-      console.log(JSON.stringify({ threadId, title, status, approvals, toolCalls, checkpoint: checkpoint && { files: checkpoint.files, summary: checkpoint.summary }, events }));
+      console.log(JSON.stringify({ threadId, title, status, approvals, toolCalls, checkpoint: checkpoint && { ...changesOf(checkpoint), summary: checkpoint.summary }, events }));
     } else {
       printSummary(report);
       if (report.checkpoint?.patch) console.log(`\n${report.checkpoint.patch}`);

@@ -92,19 +92,31 @@ const jsonReport = ({ threadId, title, turnId, status, text, toolCalls, approval
   text,
   toolCalls,
   approvals,
-  checkpoint: checkpoint && { id: checkpoint.id, files: checkpoint.files, summary: checkpoint.summary },
+  checkpoint: checkpoint && { id: checkpoint.id, ...changesOf(checkpoint), summary: checkpoint.summary },
   usage,
 });
 
+/** What `--json` (of run and demo) says of a checkpoint's changes: the totals, and the files listed. */
+export const changesOf = ({ files, filesChanged, additions, deletions, filesOmitted }: NonNullable<RunReport['checkpoint']>) => ({ files, filesChanged, additions, deletions, filesOmitted });
+
+const plural = (count: number, word: string) => `${count} ${word}${count === 1 ? '' : 's'}`;
+
+/** A terminal shows this many changed files; the totals count them all. */
+const MAX_PRINTED_FILES = 50;
+
 export function printSummary(report: RunReport): void {
-  const files = report.checkpoint?.files ?? [];
   const lines = [`\nturn ${report.status} · thread ${report.threadId} · ${report.toolCalls.length} tool calls · ${report.usage.input} in / ${report.usage.output} out tokens`, `title: ${report.title}`];
-  if (report.checkpoint) {
-    const added = files.reduce((sum, file) => sum + file.additions, 0);
-    const removed = files.reduce((sum, file) => sum + file.deletions, 0);
-    lines.push(files.length === 0 ? `checkpoint ${report.checkpoint.id}: no file changed` : `checkpoint ${report.checkpoint.id}: ${files.length} file${files.length === 1 ? '' : 's'} changed, +${added} −${removed}`);
-    for (const file of files) lines.push(`  ${file.status.padEnd(8)} ${file.path}  +${file.additions} −${file.deletions}`);
-    if (report.checkpoint.summary) lines.push(`summary: ${report.checkpoint.summary}`);
+  const { checkpoint } = report;
+  if (checkpoint) {
+    lines.push(
+      checkpoint.filesChanged === 0
+        ? `checkpoint ${checkpoint.id}: no file changed`
+        : `checkpoint ${checkpoint.id}: ${plural(checkpoint.filesChanged, 'file')} changed, +${checkpoint.additions} −${checkpoint.deletions}`,
+    );
+    const printed = checkpoint.files.slice(0, MAX_PRINTED_FILES);
+    for (const file of printed) lines.push(`  ${file.status.padEnd(8)} ${file.path}  +${file.additions} −${file.deletions}`);
+    if (checkpoint.filesChanged > printed.length) lines.push(`  … and ${plural(checkpoint.filesChanged - printed.length, 'more file')} not listed`);
+    if (checkpoint.summary) lines.push(`summary: ${checkpoint.summary}`);
   }
   console.log(lines.join('\n'));
 }

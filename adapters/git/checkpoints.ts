@@ -1,7 +1,7 @@
 import { resolve } from 'node:path';
 import { capPatch } from './capPatch.ts';
 import { checkpointRefName, checkpointRefPrefix, parseCheckpointRefName, threadRefPrefix, type Which } from './checkpointRefs.ts';
-import type { CheckpointDiff, FileChange, WorkspaceCheckpoints } from '../../domain/index.ts';
+import { type CheckpointDiff, type FileChanges, type WorkspaceCheckpoints, summarizeChanges } from '../../domain/index.ts';
 import { fileChangeArgs, parseFileChanges } from './fileChanges.ts';
 import { runGit, type GitOptions } from './runGit.ts';
 import { withTemporaryIndex } from './temporaryIndex.ts';
@@ -18,7 +18,11 @@ export interface DiffOptions {
   /** Only this file or folder, relative to the repository root, taken literally (no globs). */
   path?: string;
   maxChars?: number;
+  maxFiles?: number;
 }
+
+/** A list of changed files longer than this is no longer read by anyone; the totals still count every file. */
+const DEFAULT_MAX_FILES = 1_000;
 
 /** Fixed identity: capture must work where no user.name is configured, and must not pose as the user. */
 const identity = {
@@ -87,11 +91,11 @@ export class Checkpoints implements WorkspaceCheckpoints {
       this.git([...plainDiff, ...fileChangeArgs, fromCommit, toCommit, ...pathspec]),
       this.git([...plainDiff, fromCommit, toCommit, ...pathspec]),
     ]);
-    return { files: parseFileChanges(summary), ...capPatch(patch, options.maxChars ?? 100_000) };
+    return { ...summarizeChanges(parseFileChanges(summary), options.maxFiles ?? DEFAULT_MAX_FILES), ...capPatch(patch, options.maxChars ?? 100_000) };
   }
 
-  /** Makes the work tree equal to the snapshot; returns the changes that took (current state → snapshot). */
-  async restore(commit: string): Promise<FileChange[]> {
+  /** Makes the work tree equal to the snapshot; returns the changes that took (current state → snapshot), listing at most `maxFiles`. */
+  async restore(commit: string, options: { maxFiles?: number } = {}): Promise<FileChanges> {
     const target = await this.commitId(commit);
     return withTemporaryIndex(this.indexPath, async (env) => {
       const current = await this.stageWorkTree(env);
@@ -100,7 +104,7 @@ export class Checkpoints implements WorkspaceCheckpoints {
       // that differ (with their modes), deletes files the snapshot lacks along with the folders that leaves empty,
       // and never sees ignored files unless the snapshot has one at the same path.
       await this.git(['read-tree', '--reset', '-u', target], { env });
-      return changes;
+      return summarizeChanges(changes, options.maxFiles ?? DEFAULT_MAX_FILES);
     });
   }
 
