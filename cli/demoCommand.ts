@@ -48,7 +48,7 @@ export async function demoCommand(args: string[]): Promise<number> {
     mkdirSync(projectDir, { recursive: true });
     if (readdirSync(projectDir).length > 0) throw new UsageError(`demo: --dir ${projectDir} is not empty; give a new or empty folder`);
     writeLoginRaceProject(projectDir);
-    const workspace = await workspaceSetup('demo', '--dir', projectDir);
+    const workspace = await workspaceSetup('demo', '--dir', projectDir, dataDir);
     const report = await runEmbedded({
       prompt: values.prompt!,
       workspace,

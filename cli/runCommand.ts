@@ -56,7 +56,8 @@ export async function runCommand(args: string[]): Promise<number> {
   if (values.thread !== undefined && values.data === undefined) throw new UsageError('run: --thread needs the --data folder the thread was run with');
   const contextWindow = integerOption('run', 'context-window', values['context-window'], { min: 1_000, unit: 'tokens' }) ?? null;
 
-  const workspace = await workspaceSetup('run', '--cwd', values.cwd!);
+  const dataDir = values.data === undefined ? null : resolve(values.data);
+  const workspace = await workspaceSetup('run', '--cwd', values.cwd!, dataDir);
   const setup = await providersFromEnvironment(process.env, values.script);
   const name = values.provider ?? setup.defaultProvider.name;
   if (!setup.providers[name]) throw new UsageError(`run: no provider "${name}" (configured: ${Object.keys(setup.providers).join(', ')}; a real one needs its API key)`);
@@ -68,7 +69,7 @@ export async function runCommand(args: string[]): Promise<number> {
   const report = await runEmbedded({
     prompt,
     workspace,
-    dataDir: values.data === undefined ? null : resolve(values.data),
+    dataDir,
     threadId: values.thread ?? null,
     providers: setup.providers,
     provider: { name, model },

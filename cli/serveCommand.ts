@@ -106,7 +106,7 @@ export async function serveCommand(args: string[]): Promise<number> {
     throw new UsageError(`serve: ${values['nats-user'] !== undefined ? '--nats-user' : '--nats-creds'} needs --nats URL`);
   }
   const dataDir = resolve(values.data!);
-  const workspace = values['no-worker'] ? null : await workspaceSetup('serve', '--workspace', values.workspace ?? '.');
+  const workspace = values['no-worker'] ? null : await workspaceSetup('serve', '--workspace', values.workspace ?? '.', dataDir);
 
   // Then the resources, each closed again if a later one fails.
   const store = openStore(dataDir);

@@ -13,11 +13,15 @@ export interface WorkspaceSetup {
   summary: string;
 }
 
-/** The folder a worker's model works in: its tools, and its checkpoints when it is a git repository. */
-export async function workspaceSetup(command: string, option: string, dir: string): Promise<WorkspaceSetup> {
+/**
+ * The folder a worker's model works in: its tools, and its checkpoints when
+ * it is a git repository; `dataDir`, this process's data folder, is never
+ * part of a checkpoint (its marker says so too, but a tool may delete that).
+ */
+export async function workspaceSetup(command: string, option: string, dir: string, dataDir: string | null = null): Promise<WorkspaceSetup> {
   const workspace = resolve(dir);
   if (!statSync(workspace, { throwIfNoEntry: false })?.isDirectory()) throw new UsageError(`${command}: ${option} ${workspace} is not a folder`);
-  const store = await Checkpoints.open(workspace);
+  const store = await Checkpoints.open(workspace, { exclude: dataDir === null ? [] : [dataDir] });
   const checkpoints: CheckpointSetting = store ? { store } : { off: `${workspace} is not a git repository: turns run without checkpoints, and cannot be undone` };
   return {
     workspace,

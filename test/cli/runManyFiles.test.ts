@@ -1,7 +1,7 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { type Folder, type RunResult, gitRepo, plainFolder, run } from './runFixtures.ts';
+import { type Folder, type RunResult, git, gitRepo, plainFolder, run } from './runFixtures.ts';
 
 const shown = (result: RunResult) => `code ${result.code} signal ${result.signal} timedOut ${result.timedOut}\nstdout:\n${result.stdout}\nstderr:\n${result.stderr}`;
 
@@ -47,4 +47,16 @@ describe('turnloom run on a turn that changes thousands of files', () => {
     expect(report.checkpoint.files[0]!.path).toBe('node_modules/p0/f0.js');
   });
 
+  it('--data inside the repository: no checkpoint holds the database', { timeout: 90_000 }, async () => {
+    const workspace = made(gitRepo());
+    const script = join(made(plainFolder()).path, 'write.json');
+    writeFileSync(script, JSON.stringify({ steps: [[{ toolCall: { name: 'write', input: { path: 'src/a.txt', content: 'x\n' } } }], [{ text: 'done' }]] }));
+    const result = await run(['run', 'write it', '--cwd', workspace.path, '--data', '.turnloom/run', '--script', script, '--approve', 'auto', '--json'], { cwd: workspace.path });
+    expect(result.code, shown(result)).toBe(0);
+    const report = JSON.parse(result.stdout.trim()) as { checkpoint: { files: Array<{ path: string }> } };
+    expect(report.checkpoint.files.map((file) => file.path)).toEqual(['src/a.txt']);
+    const refs = git(workspace.path, 'for-each-ref', '--format=%(objectname)', 'refs/turnloom').trim().split('\n');
+    expect(refs).toHaveLength(2);
+    for (const commit of refs) expect(git(workspace.path, 'ls-tree', '-r', '--name-only', commit).split('\n').filter(Boolean)).not.toContainEqual(expect.stringMatching(/^\.turnloom\//));
+  });
 });
