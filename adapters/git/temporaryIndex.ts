@@ -11,10 +11,12 @@ export async function withTemporaryIndex<T>(seed: string | null, use: (env: { GI
   const dir = await mkdtemp(join(tmpdir(), 'turnloom-index-'));
   const file = join(dir, 'index');
   try {
-    if (seed !== null) await copyFile(seed, file).catch((error: NodeJS.ErrnoException) => {
-      // A repository with nothing staged yet has no index: start empty.
-      if (error.code !== 'ENOENT') throw error;
-    });
+    if (seed !== null) {
+      await copyFile(seed, file).catch((error: NodeJS.ErrnoException) => {
+        // A repository with nothing staged yet has no index: start empty.
+        if (error.code !== 'ENOENT') throw error;
+      });
+    }
     return await use({ GIT_INDEX_FILE: file });
   } finally {
     await rm(dir, { recursive: true, force: true });
