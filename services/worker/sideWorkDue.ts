@@ -17,9 +17,9 @@ const statusMark = { added: 'A', modified: 'M', deleted: 'D', renamed: 'R' } as 
 /** The files first (the patch may be cut), then the patch. */
 function diffText(diff: CheckpointDiff): string {
   const files = diff.files.map((file) => `${statusMark[file.status]} ${file.oldPath ? `${file.oldPath} -> ` : ''}${file.path}${file.binary ? ' (binary)' : ` +${file.additions} -${file.deletions}`}`);
-  // A cut list still says how large the change is: its first files alone would make an `npm install` look small.
-  if (diff.filesOmitted > 0) files.push(`… and ${diff.filesOmitted} more (${diff.filesChanged} files, +${diff.additions} -${diff.deletions} in all)`);
-  return `Files changed:\n${files.join('\n')}\n\n${diff.patch}`;
+  // A cut list still says how large the change is, first (the request keeps only the start): its first files alone would make an `npm install` look small.
+  const heading = diff.filesOmitted > 0 ? `Files changed: ${diff.filesChanged}, +${diff.additions} -${diff.deletions} in all; the first ${diff.files.length} are` : 'Files changed';
+  return `${heading}:\n${files.join('\n')}\n\n${diff.patch}`;
 }
 
 /**

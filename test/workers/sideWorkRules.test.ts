@@ -53,10 +53,10 @@ describe('side work: what is due after a turn', () => {
     expect(sideWorkDue(viewOf(turn('t1', 'one', 'completed', { ...diff, files: [], filesChanged: 0, additions: 0, deletions: 0, patch: '' })), 't1').map((due) => due.kind)).toEqual(['title']);
   });
 
-  it('a summary of a turn whose list of files was cut says how many it leaves out and how large the change is', () => {
+  it('a summary of a turn whose list of files was cut starts with how large the change is and how many files are listed', () => {
     const cut: CheckpointDiff = { ...diff, filesChanged: 16_000, additions: 16_001, deletions: 1, filesOmitted: 15_999, truncated: true };
     const [task] = sideWorkDue(viewOf(turn('t1', 'one', 'completed'), turn('t2', 'two', 'completed', cut)), 't2');
-    expect(task!.input).toBe(`Files changed:\nM src/session.js +2 -1\n… and 15999 more (16000 files, +16001 -1 in all)\n\n${diff.patch}`);
+    expect(task!.input).toBe(`Files changed: 16000, +16001 -1 in all; the first 1 are:\nM src/session.js +2 -1\n\n${diff.patch}`);
     // A diff recorded before the totals existed counts its list.
     const { filesChanged: _files, additions: _added, deletions: _removed, filesOmitted: _omitted, ...legacy } = diff;
     expect(sideWorkDue(viewOf(turn('t1', 'one', 'completed'), turn('t2', 'two', 'completed', legacy as CheckpointDiff)), 't2')[0]!.input).toBe(`Files changed:\nM src/session.js +2 -1\n\n${diff.patch}`);
