@@ -19,6 +19,7 @@ export interface DiffOptions {
   /** Only this file or folder, relative to the repository root, taken literally (no globs). */
   path?: string;
   maxChars?: number;
+  /** Lists at most this many changed files (the totals count them all). */
   maxFiles?: number;
 }
 

@@ -1,3 +1,4 @@
+import { realpathSync } from 'node:fs';
 import { basename, dirname, isAbsolute, join, relative, sep } from 'node:path';
 import { DATA_FOLDER_MARKER, fileStartsWith, isDataFolderMarker } from '../dataFolder.ts';
 
@@ -38,10 +39,20 @@ export function excludedPaths(root: string, listing: string, folders: readonly s
     }
   }
   for (const folder of folders) {
-    const inside = relative(root, folder);
+    // git names the top level with symlinks resolved; a folder given through a symlink (/tmp on macOS) must be too.
+    const inside = relative(root, realOrAsGiven(folder));
     if (inside !== '' && !inside.startsWith('..') && !isAbsolute(inside)) excluded.add(inside.split(sep).join('/'));
   }
   return [...excluded].sort();
+}
+
+function realOrAsGiven(path: string): string {
+  try {
+    return realpathSync(path);
+  } catch {
+    // Not there (yet): nothing in it to capture either.
+    return path;
+  }
 }
 
 /** Pathspecs matching everything left out, on disk or only in a snapshot (for `git rm --cached`). */

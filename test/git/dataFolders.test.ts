@@ -1,8 +1,8 @@
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { open } from 'lmdb';
 import { afterEach, describe, expect, it } from 'vitest';
 import { Checkpoints } from '../../adapters/git/index.ts';
@@ -30,10 +30,10 @@ function repo(): TestRepo {
 async function engineIn(folder: string) {
   let store = LmdbStore.open(folder);
   let engine = await Engine.open({ store });
-  let open = true;
+  let running = true;
   const close = async () => {
-    if (open) await engine.close();
-    open = false;
+    if (running) await engine.close();
+    running = false;
   };
   cleanup.push(close);
   return {
@@ -44,7 +44,7 @@ async function engineIn(folder: string) {
       await close();
       store = LmdbStore.open(folder);
       engine = await Engine.open({ store });
-      open = true;
+      running = true;
       return [...new Set(store.readLog(0, 10_000).map((stored) => stored.threadId))].sort();
     },
   };
@@ -164,10 +164,14 @@ describe('checkpoints leave data folders out', () => {
     expect(userState(made).index).toEqual(start.index);
   });
 
-  it('leaves out the folders it is given as well, marked or not', async () => {
+  it('leaves out the folders it is given as well, marked or not, also when named through a symlink', async () => {
     const made = repo();
     made.write('private/keys.txt', 'one\n');
-    const checkpoints = (await Checkpoints.open(made.path, { exclude: [join(made.path, 'private'), '/somewhere/else'] }))!;
+    made.write('also/keys.txt', 'one\n');
+    const link = join(mkdtempSync(join(tmpdir(), 'turnloom-link-')), 'repo');
+    cleanup.push(() => rmSync(dirname(link), { recursive: true, force: true }));
+    symlinkSync(made.path, link);
+    const checkpoints = (await Checkpoints.open(made.path, { exclude: [join(made.path, 'private'), join(link, 'also'), '/somewhere/else'] }))!;
     const before = await checkpoints.capture('thread', 'turn', 'before');
     expect(filesOf(made, before.commit)).toEqual(['a.txt']);
     made.write('private/keys.txt', 'two\n');
