@@ -1,6 +1,42 @@
-import { type Stats, accessSync, constants, mkdirSync, statSync } from 'node:fs';
-import { dirname } from 'node:path';
+import { type Stats, accessSync, closeSync, constants, mkdirSync, openSync, readSync, statSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { TurnloomError } from '../domain/index.ts';
+
+/**
+ * The file every data folder holds, saying what the folder is. A data folder
+ * may sit inside the repository the agent works in (`--data .turnloom/run`):
+ * checkpoints look for this file and leave its folder out, so no revert ever
+ * rolls the event log back under a running engine.
+ */
+export const DATA_FOLDER_MARKER = 'turnloom-data';
+
+/** The marker's first line: a file of that name that does not start with it is a user's own. */
+const MARKER_SIGNATURE = 'turnloom data folder\n';
+
+const markerText = `${MARKER_SIGNATURE}This folder holds a turnloom event log (LMDB). turnloom checkpoints never capture it and reverts never restore it.
+Do not edit, copy or commit it while turnloom runs; to move it, stop turnloom and move the whole folder.
+`;
+
+/** Whether the file starts with these bytes (false when it cannot be read). */
+export function fileStartsWith(path: string, expected: Uint8Array): boolean {
+  let fd: number;
+  try {
+    fd = openSync(path, 'r');
+  } catch {
+    return false;
+  }
+  try {
+    const head = Buffer.alloc(expected.length);
+    return readSync(fd, head, 0, head.length, 0) === head.length && head.equals(expected);
+  } catch {
+    return false;
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** Whether `path` is a data folder's marker, written by `prepareDataFolder`. */
+export const isDataFolderMarker = (path: string): boolean => fileStartsWith(path, Buffer.from(MARKER_SIGNATURE));
 
 const reasons: Record<string, string> = {
   EACCES: 'permission denied',
@@ -43,7 +79,8 @@ function makeFolder(path: string, target: string): void {
 /**
  * Makes sure `path` is a folder this process can write, creating it if
  * needed, before LMDB is pointed at it (LMDB on a file, or under /proc, fails
- * in ways no user should have to read). Throws one clear `TurnloomError`.
+ * in ways no user should have to read), and marks it as a data folder
+ * (`DATA_FOLDER_MARKER`). Throws one clear `TurnloomError`.
  */
 export function prepareDataFolder(path: string): void {
   try {
@@ -51,6 +88,8 @@ export function prepareDataFolder(path: string): void {
     if (found === null) makeFolder(path, path);
     else if (!found.isDirectory()) throw unusable(path, 'it is a file, not a folder');
     accessSync(path, constants.R_OK | constants.W_OK | constants.X_OK);
+    // Written on every open: a marker someone deleted or changed is back before the next checkpoint looks for it.
+    writeFileSync(join(path, DATA_FOLDER_MARKER), markerText);
   } catch (error) {
     if (error instanceof TurnloomError) throw error;
     const code = (error as NodeJS.ErrnoException).code;

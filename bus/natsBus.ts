@@ -1,4 +1,4 @@
-import { type ConnectionOptions, type MsgHdrs, type NatsConnection, RequestError, TimeoutError, connect, createInbox } from '@nats-io/transport-node';
+import { type ConnectionOptions, InvalidArgumentError, type MsgHdrs, type NatsConnection, RequestError, TimeoutError, connect, createInbox } from '@nats-io/transport-node';
 import { type Bus, BusError, type BusMessage, type BusStatus, type BusSubscription, type PublishOptions, type RequestOptions, type SubscribeOptions } from '../domain/index.ts';
 import { HeaderCache } from './headerCache.ts';
 import { assertSubject } from './subjectRules.ts';
@@ -67,11 +67,21 @@ export class NatsBus implements Bus {
     if (this.nc.isClosed() || this.nc.isDraining()) throw new BusError('closed', 'connection is closed', subject);
   }
 
+  /** nats.js refuses a message over the server's max_payload before sending it; said as such, or a caller would retry it forever. */
+  private tooLarge(error: unknown, subject: string, size: number): BusError | null {
+    if (!(error instanceof InvalidArgumentError && error.message.includes('max_payload'))) return null;
+    return new BusError('too_large', `a message of ${size} bytes to ${subject} is over the server's limit of ${this.maxPayload ?? '?'} bytes (max_payload)`, subject);
+  }
+
   publish(subject: string, data: Uint8Array, options: PublishOptions = {}): void {
     this.assertOpen(subject);
     assertSubject(subject, false);
     const headers = this.headers.headersFor(options.headers);
-    this.nc.publish(subject, data, { ...(headers ? { headers } : {}), ...(options.reply ? { reply: options.reply } : {}) });
+    try {
+      this.nc.publish(subject, data, { ...(headers ? { headers } : {}), ...(options.reply ? { reply: options.reply } : {}) });
+    } catch (error) {
+      throw this.tooLarge(error, subject, data.length) ?? error;
+    }
   }
 
   subscribe(subject: string, handler: (message: BusMessage) => void, options: SubscribeOptions = {}): BusSubscription {
@@ -103,6 +113,8 @@ export class NatsBus implements Bus {
       return { subject: msg.subject, data: msg.data, headers: fromNatsHeaders(msg.headers), reply: undefined };
     } catch (error) {
       if (error instanceof RequestError && error.isNoResponders()) throw new BusError('no_responders', `no responders on ${subject}`, subject);
+      const tooLarge = this.tooLarge(error, subject, data.length);
+      if (tooLarge) throw tooLarge;
       if (error instanceof TimeoutError || (error instanceof RequestError && error.cause instanceof TimeoutError)) {
         throw new BusError('timeout', `request to ${subject} timed out`, subject);
       }

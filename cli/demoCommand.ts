@@ -6,7 +6,7 @@ import { dataHome } from './dataHome.ts';
 import { readScriptFile } from './providerRegistry.ts';
 import { demoPrompt, loginRaceScript, writeLoginRaceProject } from './demo/loginRaceProject.ts';
 import { runEmbedded } from './run/embeddedRun.ts';
-import { printSummary } from './runCommand.ts';
+import { changesOf, printSummary } from './runCommand.ts';
 import { tempFolder } from './tempFolder.ts';
 import { workspaceSetup } from './workspaceSetup.ts';
 
@@ -49,7 +49,7 @@ export async function demoCommand(args: string[]): Promise<number> {
     mkdirSync(projectDir, { recursive: true });
     if (readdirSync(projectDir).length > 0) throw new UsageError(`demo: --dir ${projectDir} is not empty; give a new or empty folder`);
     writeLoginRaceProject(projectDir);
-    const workspace = await workspaceSetup('demo', '--dir', projectDir);
+    const workspace = await workspaceSetup('demo', '--dir', projectDir, dataDir);
     const report = await runEmbedded({
       prompt: values.prompt!,
       workspace,
@@ -69,7 +69,7 @@ export async function demoCommand(args: string[]): Promise<number> {
     });
     if (values.json) {
       const { threadId, title, status, approvals, toolCalls, checkpoint, events } = report;
-      console.log(JSON.stringify({ threadId, title, status, approvals, toolCalls, checkpoint: checkpoint && { files: checkpoint.files, summary: checkpoint.summary }, events }));
+      console.log(JSON.stringify({ threadId, title, status, approvals, toolCalls, checkpoint: checkpoint && { ...changesOf(checkpoint), summary: checkpoint.summary }, events }));
     } else {
       printSummary(report);
       if (report.checkpoint?.patch) console.log(`\n${report.checkpoint.patch}`);

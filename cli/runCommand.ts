@@ -1,12 +1,10 @@
-import { resolve } from 'node:path';
 import { type PermissionMode, permissionModes } from '../domain/index.ts';
 import { UsageError, integerOption, parseOptions } from './cliErrors.ts';
-import { defaultDataFolder } from './dataHome.ts';
 import { failureHint } from './run/failureHint.ts';
 import { providersFromEnvironment, unknownProvider } from './providerRegistry.ts';
 import type { ApprovalPolicy } from './run/approvalAnswers.ts';
 import { type RunReport, runEmbedded } from './run/embeddedRun.ts';
-import { workspaceSetup } from './workspaceSetup.ts';
+import { dataFolderFor, workspaceSetup } from './workspaceSetup.ts';
 
 export const runUsage = `turnloom run "<prompt>" [options]   one turn on the workspace, engine and worker in this process
   --cwd DIR           the workspace the agent works in (default: this folder)
@@ -61,8 +59,8 @@ export async function runCommand(args: string[]): Promise<number> {
   if (values.thread !== undefined && values.continue) throw new UsageError('run: pass --continue (the thread that ran last) or --thread ID, not both');
   const contextWindow = integerOption('run', 'context-window', values['context-window'], { min: 1_000, unit: 'tokens' }) ?? null;
 
-  const workspace = await workspaceSetup('run', '--cwd', values.cwd!);
-  const dataDir = values.data === undefined ? defaultDataFolder(workspace.project) : resolve(values.data);
+  const dataDir = await dataFolderFor(values.cwd!, values.data);
+  const workspace = await workspaceSetup('run', '--cwd', values.cwd!, dataDir);
   const setup = await providersFromEnvironment(process.env, values.script);
   const name = values.provider ?? setup.defaultProvider.name;
   if (!setup.providers[name]) throw new UsageError(unknownProvider('run', name, setup.providers));
@@ -104,15 +102,22 @@ const jsonReport = ({ threadId, title, turnId, status, failure, text, toolCalls,
   text,
   toolCalls,
   approvals,
-  checkpoint: checkpoint && { id: checkpoint.id, files: checkpoint.files, summary: checkpoint.summary },
+  checkpoint: checkpoint && { id: checkpoint.id, ...changesOf(checkpoint), summary: checkpoint.summary },
   usage,
 });
 
 /** A word as a POSIX shell reads it back: quoted only when it has to be. */
 const shellQuote = (word: string) => (/^[\w@%+=:,./-]+$/.test(word) ? word : `'${word.replaceAll("'", "'\\''")}'`);
 
+/** What `--json` (of run and demo) says of a checkpoint's changes: the totals, and the files listed. */
+export const changesOf = ({ files, filesChanged, additions, deletions, filesOmitted }: NonNullable<RunReport['checkpoint']>) => ({ files, filesChanged, additions, deletions, filesOmitted });
+
+const plural = (count: number, word: string) => `${count} ${word}${count === 1 ? '' : 's'}`;
+
+/** A terminal shows this many changed files; the totals count them all. */
+const MAX_PRINTED_FILES = 50;
+
 export function printSummary(report: RunReport): void {
-  const files = report.checkpoint?.files ?? [];
   const lines = [`\nturn ${report.status} · thread ${report.threadId} · ${report.toolCalls.length} tool calls · ${report.usage.input} in / ${report.usage.output} out tokens`];
   if (report.failure) {
     const { kind, message, status } = report.failure;
@@ -120,12 +125,17 @@ export function printSummary(report: RunReport): void {
     lines.push(`error: ${kind}${status === null ? '' : ` (HTTP ${status})`}: ${message}${hint ? `\n  ${hint}` : ''}`);
   }
   lines.push(`title: ${report.title}`);
-  if (report.checkpoint) {
-    const added = files.reduce((sum, file) => sum + file.additions, 0);
-    const removed = files.reduce((sum, file) => sum + file.deletions, 0);
-    lines.push(files.length === 0 ? `checkpoint ${report.checkpoint.id}: no file changed` : `checkpoint ${report.checkpoint.id}: ${files.length} file${files.length === 1 ? '' : 's'} changed, +${added} −${removed}`);
-    for (const file of files) lines.push(`  ${file.status.padEnd(8)} ${file.path}  +${file.additions} −${file.deletions}`);
-    if (report.checkpoint.summary) lines.push(`summary: ${report.checkpoint.summary}`);
+  const { checkpoint } = report;
+  if (checkpoint) {
+    lines.push(
+      checkpoint.filesChanged === 0
+        ? `checkpoint ${checkpoint.id}: no file changed`
+        : `checkpoint ${checkpoint.id}: ${plural(checkpoint.filesChanged, 'file')} changed, +${checkpoint.additions} −${checkpoint.deletions}`,
+    );
+    const printed = checkpoint.files.slice(0, MAX_PRINTED_FILES);
+    for (const file of printed) lines.push(`  ${file.status.padEnd(8)} ${file.path}  +${file.additions} −${file.deletions}`);
+    if (checkpoint.filesChanged > printed.length) lines.push(`  … and ${plural(checkpoint.filesChanged - printed.length, 'more file')} not listed`);
+    if (checkpoint.summary) lines.push(`summary: ${checkpoint.summary}`);
   }
   console.log(lines.join('\n'));
 }

@@ -1,4 +1,3 @@
-import { resolve } from 'node:path';
 import { type Bus, TurnloomError } from '../domain/index.ts';
 import { InProcessHub, NatsBus } from '../bus/index.ts';
 import { type AuthConfig, DEFAULT_MAX_PAYLOAD, authConfigSchema } from '../services/api/index.ts';
@@ -7,12 +6,11 @@ import type { InspectorRelay } from '../inspector/index.ts';
 import { startRelay } from './startRelay.ts';
 import { UsageError, integerOption, parseOptions, positiveOption, readJsonFile } from './cliErrors.ts';
 import { type NatsSettings, checkInboxPrefix, checkPrefix, natsArgOptions, connectNats, natsSettings, refuseSecretFlags } from './natsOptions.ts';
-import { defaultDataFolder } from './dataHome.ts';
 import { openStore } from './openStore.ts';
 import { providersFromEnvironment } from './providerRegistry.ts';
 import { registerSecret } from './redact.ts';
 import { untilSignal } from './untilSignal.ts';
-import { workspaceSetup } from './workspaceSetup.ts';
+import { dataFolderFor, workspaceSetup } from './workspaceSetup.ts';
 
 /** The API keeps 4096 bytes of each message for headers, so a payload limit below this leaves no room for `health`. */
 export const MIN_MAX_PAYLOAD = 8_192;
@@ -108,8 +106,8 @@ export async function serveCommand(args: string[]): Promise<number> {
   } else if (values['nats-user'] !== undefined || values['nats-creds'] !== undefined) {
     throw new UsageError(`serve: ${values['nats-user'] !== undefined ? '--nats-user' : '--nats-creds'} needs --nats URL`);
   }
-  const workspace = values['no-worker'] ? null : await workspaceSetup('serve', '--workspace', values.workspace ?? '.');
-  const dataDir = values.data === undefined ? defaultDataFolder(workspace?.project ?? resolve('.')) : resolve(values.data);
+  const dataDir = await dataFolderFor(values.workspace ?? '.', values.data);
+  const workspace = values['no-worker'] ? null : await workspaceSetup('serve', '--workspace', values.workspace ?? '.', dataDir);
 
   // Then the resources, each closed again if a later one fails.
   const store = openStore(dataDir);

@@ -57,14 +57,15 @@ export interface Bus {
   onError(listener: (error: BusError) => void): () => void;
 }
 
-export type BusErrorKind = 'timeout' | 'no_responders' | 'closed' | 'permission' | 'invalid_subject';
+/** `too_large`: a message over the server's largest (its `max_payload`), which no retry will make smaller. */
+export type BusErrorKind = 'timeout' | 'no_responders' | 'closed' | 'permission' | 'invalid_subject' | 'too_large';
 
-/** A transport failure; `unavailable` for the API, except a bad subject which is the caller's `invalid_payload`. */
+/** A transport failure; `unavailable` for the API (try again), except a bad subject or a message too large, which are the caller's `invalid_payload`. */
 export class BusError extends TurnloomError {
   readonly kind: BusErrorKind;
 
   constructor(kind: BusErrorKind, message: string, subject: string) {
-    super(kind === 'invalid_subject' ? 'invalid_payload' : 'unavailable', message, { kind, subject });
+    super(kind === 'invalid_subject' || kind === 'too_large' ? 'invalid_payload' : 'unavailable', message, { kind, subject });
     this.name = 'BusError';
     this.kind = kind;
   }

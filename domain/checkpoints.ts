@@ -11,10 +11,27 @@ export interface FileChange {
   oldPath?: string;
 }
 
-/** A unified diff between two checkpoints, cut (and marked) past a size. */
-export interface CheckpointDiff {
+/**
+ * What a change of the work tree did to its files. The list may be cut (a
+ * turn that ran `npm install` adds tens of thousands of files, more than one
+ * event or one answer can carry); the totals never are.
+ */
+export interface FileChanges {
+  /** The changed files in path order: all of them, or the first ones when `filesOmitted` is not 0. */
   files: FileChange[];
+  /** How many files changed, listed or not. */
+  filesChanged: number;
+  /** Lines added and removed over every changed file, listed or not (binary files count none). */
+  additions: number;
+  deletions: number;
+  /** How many changed files the list leaves out (`filesChanged - files.length`). */
+  filesOmitted: number;
+}
+
+/** A unified diff between two checkpoints: its files, and its patch cut (and marked) past a size. */
+export interface CheckpointDiff extends FileChanges {
   patch: string;
+  /** The patch was cut: it ends with a note saying how much of it is missing. */
   truncated: boolean;
 }
 
@@ -38,7 +55,8 @@ export interface TurnCheckpoint {
  */
 export interface WorkspaceCheckpoints {
   capture(threadId: string, turnId: string, side: CheckpointSide): Promise<CapturedTree>;
-  diff(from: string, to: string, options?: { path?: string; maxChars?: number }): Promise<CheckpointDiff>;
-  /** Makes the work tree equal to the commit; answers what it changed. */
-  restore(commit: string): Promise<FileChange[]>;
+  /** `maxFiles` bounds the list and `maxChars` the patch; the totals count everything. */
+  diff(from: string, to: string, options?: { path?: string; maxChars?: number; maxFiles?: number }): Promise<CheckpointDiff>;
+  /** Makes the work tree equal to the commit; answers what it changed, listing at most `maxFiles` of them. */
+  restore(commit: string, options?: { maxFiles?: number }): Promise<FileChanges>;
 }

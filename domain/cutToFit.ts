@@ -28,7 +28,7 @@ function slotsOf(root: unknown): { strings: Slot[]; subtrees: Slot[] } {
 /** Ids, types and names are short and hold the event together: only what is longer than this is ever cut. */
 const MIN_CUT_BYTES = 1_024;
 
-const note = (cutChars: number, maxBytes: number) => `\n[… ${cutChars} characters cut here: the event was over the ${maxBytes}-byte limit]`;
+const note = (cutChars: number, reason: string) => `\n[… ${cutChars} characters cut here: ${reason}]`;
 
 /** The longest prefix of `text` whose JSON takes at most `budget` bytes, never ending inside a surrogate pair. */
 function prefixWithin(text: string, budget: number): string {
@@ -41,6 +41,12 @@ function prefixWithin(text: string, budget: number): string {
   }
   const code = text.charCodeAt(low - 1);
   return text.slice(0, code >= 0xd800 && code <= 0xdbff ? low - 1 : low);
+}
+
+/** The start of `text` and a note saying how much was cut and why, together at most `budget` bytes of JSON (or just the note, if less fits). */
+export function cutText(text: string, budget: number, reason: string): string {
+  const keep = prefixWithin(text, Math.max(2, budget - jsonBytes(note(text.length, reason))));
+  return keep + note(text.length - keep.length, reason);
 }
 
 /**
@@ -59,9 +65,7 @@ export function cutToFit<T>(value: T, maxBytes: number): { value: T; cut: boolea
   const { strings, subtrees } = slotsOf(copy);
   for (const slot of strings.sort((a, b) => b.bytes - a.bytes)) {
     if (size <= maxBytes || slot.bytes < MIN_CUT_BYTES) break;
-    const text = (slot.parent as Record<string | number, string>)[slot.key]!;
-    const keep = prefixWithin(text, Math.max(2, slot.bytes - (size - maxBytes) - jsonBytes(note(text.length, maxBytes))));
-    const cut = keep + note(text.length - keep.length, maxBytes);
+    const cut = cutText((slot.parent as Record<string | number, string>)[slot.key]!, slot.bytes - (size - maxBytes), `the event was over the ${maxBytes}-byte limit`);
     (slot.parent as Record<string | number, string>)[slot.key] = cut;
     size += jsonBytes(cut) - slot.bytes;
   }

@@ -1,5 +1,5 @@
 import type { PermissionMode, PermissionRule, Permissions } from './permissions.ts';
-import type { CheckpointDiff, CheckpointSide, FileChange } from './checkpoints.ts';
+import type { CheckpointDiff, CheckpointSide, FileChanges } from './checkpoints.ts';
 import type { ProviderMessage, ToolKind } from './providerAdapter.ts';
 import type { SideTaskKind } from './sideWork.ts';
 
@@ -225,7 +225,7 @@ export type DomainEvent =
   /** The workspace keeps no checkpoints (not a git repository); said once per thread. */
   | { type: 'checkpoint.unavailable'; reason: string }
   /** The work tree was restored to the checkpoint before `turnIds[0]`: those turns are undone, and the model no longer sees them. */
-  | { type: 'checkpoint.reverted'; turnIds: string[]; commit: string; files: FileChange[]; by: string };
+  | ({ type: 'checkpoint.reverted'; turnIds: string[]; commit: string; by: string } & FileChanges);
 
 export type DomainEventType = DomainEvent['type'];
 export type DomainEventOf<T extends DomainEventType> = Extract<DomainEvent, { type: T }>;

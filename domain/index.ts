@@ -21,6 +21,7 @@ export { permissionModes, defaultPermissions, decidePermission } from './permiss
 export { childId } from './derivedIds.ts';
 export { cutToFit, jsonBytes } from './cutToFit.ts';
 export type { ActorTransition, RefusedEvent, Inspection } from './inspection.ts';
-export type { CheckpointSide, FileChange, CheckpointDiff, CapturedTree, TurnCheckpoint, WorkspaceCheckpoints } from './checkpoints.ts';
+export type { CheckpointSide, FileChange, FileChanges, CheckpointDiff, CapturedTree, TurnCheckpoint, WorkspaceCheckpoints } from './checkpoints.ts';
+export { fitChanges, fitEvent, recordedChanges, recordedDiff, summarizeChanges } from './fileChanges.ts';
 export type { SideTaskKind, SideTaskReport } from './sideWork.ts';
 export { sideTaskKinds, sideTextLimits } from './sideWork.ts';

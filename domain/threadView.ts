@@ -1,5 +1,5 @@
 import type { CompactionSetting, PartKind, ProviderChoice, ToolOutcome, Usage, WorkerProcess } from './domainEvents.ts';
-import type { FileChange, TurnCheckpoint } from './checkpoints.ts';
+import type { FileChanges, TurnCheckpoint } from './checkpoints.ts';
 import type { PermissionMode, Permissions } from './permissions.ts';
 import type { ProviderMessage, ToolKind } from './providerAdapter.ts';
 import type { LogCursor } from './logCursor.ts';
@@ -47,7 +47,7 @@ export interface ThreadView {
   /** Why its workspace keeps no checkpoints, once a worker found out. */
   checkpointsOff: string | null;
   /** Reverts, oldest first: which turns each undid, and what it changed. */
-  reverts: Array<{ seq: number; at: number; by: string; turnIds: string[]; files: FileChange[] }>;
+  reverts: Array<{ seq: number; at: number; by: string; turnIds: string[] } & FileChanges>;
   usage: Usage;
   /** Where the log stands for the invariant checks (open turn, open step, its tool calls). */
   cursor: LogCursor;

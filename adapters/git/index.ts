@@ -1,3 +1,3 @@
 export { Checkpoints } from './checkpoints.ts';
-export type { CheckpointRef, DiffOptions } from './checkpoints.ts';
+export type { CheckpointRef, CheckpointsOptions, DiffOptions } from './checkpoints.ts';
 export type { Which } from './checkpointRefs.ts';

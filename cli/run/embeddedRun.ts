@@ -1,6 +1,6 @@
 import { InProcessHub } from '../../bus/index.ts';
 import { TurnloomClient } from '../../client/index.ts';
-import type { PermissionMode, ProviderAdapter, ProviderChoice, ThreadView, TurnView, Usage } from '../../domain/index.ts';
+import type { CheckpointDiff, FileChange, FileChanges, PermissionMode, ProviderAdapter, ProviderChoice, ThreadView, TurnView, Usage } from '../../domain/index.ts';
 import { TurnloomError } from '../../domain/index.ts';
 import type { LmdbStore } from '../../adapters/lmdbStore.ts';
 import { type TurnloomServer, startTurnloomServer } from '../../services/turnloomServer.ts';
@@ -44,8 +44,14 @@ export interface RunReport {
   text: string;
   toolCalls: Array<{ name: string; input: unknown; state: string; output: string | null; error: string | null }>;
   approvals: Array<{ toolName: string; kind: string; subject: string; state: string; decidedBy: string | null; note: string | null }>;
-  /** The turn's changes, when it made any in a workspace with checkpoints; `patch` is the unified diff (cut past 200,000 characters). */
-  checkpoint: { id: string; files: Array<{ path: string; status: string; additions: number; deletions: number }>; patch: string; summary: string | null } | null;
+  /**
+   * The turn's changes, when it made any in a workspace with checkpoints: the
+   * totals of every file, the first files (`filesOmitted` more are not
+   * listed), and `patch`, the unified diff (cut past 200,000 characters).
+   */
+  checkpoint:
+    | ({ id: string; files: Array<Pick<FileChange, 'path' | 'status' | 'additions' | 'deletions'>>; patch: string; summary: string | null } & Omit<FileChanges, 'files'>)
+    | null;
   usage: Usage;
   /** How many events the thread's log holds after the run. */
   events: number;
@@ -229,6 +235,12 @@ function follow(
   });
 }
 
+function checkpointReport(id: string, diff: CheckpointDiff, summary: string | null): NonNullable<RunReport['checkpoint']> {
+  const { filesChanged, additions, deletions, filesOmitted, patch } = diff;
+  const files = diff.files.map(({ path, status, additions, deletions }) => ({ path, status, additions, deletions }));
+  return { id, files, filesChanged, additions, deletions, filesOmitted, patch, summary };
+}
+
 /** The thread this run continues (checked to be in the data folder), or a new one. */
 async function threadToRun(request: RunRequest, store: LmdbStore, server: TurnloomServer, client: TurnloomClient): Promise<string> {
   const wanted = request.threadId;
@@ -276,14 +288,7 @@ function reportOf(thread: ThreadView, turnId: string): RunReport {
     text: parts.filter((part) => part.kind === 'text').map((part) => part.text).join('\n\n'),
     toolCalls: parts.flatMap((part) => (part.tool ? [{ name: part.tool.name, input: part.tool.input, state: part.state, output: part.tool.output, error: part.error }] : [])),
     approvals: turn.approvals.map(({ toolName, kind, subject, state, decidedBy, note }) => ({ toolName, kind, subject, state, decidedBy, note })),
-    checkpoint: turn.checkpoint?.diff
-      ? {
-          id: turn.id,
-          files: turn.checkpoint.diff.files.map(({ path, status, additions, deletions }) => ({ path, status, additions, deletions })),
-          patch: turn.checkpoint.diff.patch,
-          summary: turn.summary,
-        }
-      : null,
+    checkpoint: turn.checkpoint?.diff ? checkpointReport(turn.id, turn.checkpoint.diff, turn.summary) : null,
     usage: turn.usage,
     events: thread.seq,
     failure: failureOf(turn),

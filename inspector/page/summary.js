@@ -15,6 +15,12 @@ const quoted = (text) => JSON.stringify(clip(text, 120));
 /** A part's id without its turn's, which the timeline shows beside it (`s1-2`). @param {any} e */
 const part = (e) => (typeof e.partId === 'string' && typeof e.turnId === 'string' && e.partId.startsWith(`${e.turnId}-`) ? e.partId.slice(e.turnId.length + 1) : shortId(e.partId));
 
+/** How many files a checkpoint's changes touch, and how many of them its list leaves out (events from before the totals carry only the list). @param {any} changes */
+function changed(changes) {
+  const total = changes.filesChanged ?? changes.files?.length ?? 0;
+  return `${total} file(s)${changes.filesOmitted > 0 ? ` (${changes.filesOmitted} not listed)` : ''}`;
+}
+
 /** @type {Record<string, (e: any) => string>} */
 const summaries = {
   'thread.created': (e) => `${quoted(e.title)}${e.workspace ? ` in ${e.workspace}` : ''} · env ${e.environment} · mode ${e.permissions?.mode ?? '?'}`,
@@ -53,9 +59,9 @@ const summaries = {
   'approval.cancelled': (e) => e.reason,
   'approval.undelivered': (e) => e.reason,
   'activity.recorded': (e) => `${e.kind}: ${e.message}`,
-  'checkpoint.captured': (e) => `${e.side} ${String(e.commit).slice(0, 10)}${e.diff ? ` · ${e.diff.files?.length ?? 0} file(s)` : ''}`,
+  'checkpoint.captured': (e) => `${e.side} ${String(e.commit).slice(0, 10)}${e.diff ? ` · ${changed(e.diff)}` : ''}`,
   'checkpoint.unavailable': (e) => e.reason,
-  'checkpoint.reverted': (e) => `${e.turnIds?.length ?? 0} turn(s) · ${e.files?.length ?? 0} file(s) by ${e.by}`,
+  'checkpoint.reverted': (e) => `${e.turnIds?.length ?? 0} turn(s) · ${changed(e)} by ${e.by}`,
 };
 
 /** @param {{ type: string, [key: string]: any }} event */

@@ -1,6 +1,6 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { isInbox } from '../../bus/index.ts';
-import { type FileChange, type ListedThread, type ProviderChoice, TurnloomError, cutToFit, jsonBytes } from '../../domain/index.ts';
+import { type FileChanges, type ListedThread, type ProviderChoice, TurnloomError, fitEvent, jsonBytes, summarizeChanges } from '../../domain/index.ts';
 import { revertScope } from '../engine/revertScope.ts';
 import { startOutcome } from '../engine/turnQueue.ts';
 import { patchOfFile } from './checkpointPatch.ts';
@@ -34,7 +34,7 @@ export interface WorkerDirectory {
   workers(): WorkerInfo[];
   liveWorkers(environment: string): number;
   /** Has a worker of the environment restore its work tree to `commit`; answers what changed. */
-  restore(environment: string, request: { threadId: string; turnId: string; commit: string }): Promise<FileChange[]>;
+  restore(environment: string, request: { threadId: string; turnId: string; commit: string }): Promise<FileChanges>;
 }
 
 interface Handler<M extends ApiMethod> {
@@ -156,7 +156,7 @@ export const apiHandlers: { [M in ApiMethod]: Handler<M> } = {
       const lastSeq = (await readableThread(engine, principal, params.threadId)).seq;
       // An event stored under a larger limit than this server's still travels, cut with a note: no reader is ever locked out.
       const fitted = engine.readEvents(params.threadId, params.after, params.limit).map((stored): WireEvent => {
-        const { value, cut } = cutToFit(stored.event, replyBudgetBytes - EVENT_ENVELOPE_BYTES);
+        const { value, cut } = fitEvent(stored.event, replyBudgetBytes - EVENT_ENVELOPE_BYTES);
         return cut ? { ...stored, event: value, cut: true } : stored;
       });
       return { events: takePage(fitted, params.limit, replyBudgetBytes).page, lastSeq };
@@ -256,7 +256,9 @@ export const apiHandlers: { [M in ApiMethod]: Handler<M> } = {
       const view = await readableThread(engine, principal, params.threadId);
       const checkpoints = view.turnIds.flatMap((turnId) => {
         const { checkpoint, revertedAt } = view.turns[turnId]!;
-        return checkpoint ? [{ checkpointId: turnId, turnId, before: checkpoint.before, after: checkpoint.after, files: checkpoint.diff?.files ?? [], revertedAt }] : [];
+        if (!checkpoint) return [];
+        const { files, filesChanged, additions, deletions, filesOmitted } = checkpoint.diff ?? summarizeChanges([]);
+        return [{ checkpointId: turnId, turnId, before: checkpoint.before, after: checkpoint.after, files, filesChanged, additions, deletions, filesOmitted, revertedAt }];
       });
       return { checkpoints, off: view.checkpointsOff };
     },
@@ -270,9 +272,12 @@ export const apiHandlers: { [M in ApiMethod]: Handler<M> } = {
       if (!diff) throw new TurnloomError('not_found', `no diff for ${params.checkpointId}: not a turn of this thread, or it changed no files, or it has not ended`, { checkpointId: params.checkpointId });
       if (params.path === undefined) return { checkpointId: params.checkpointId, ...diff };
       const file = diff.files.find((candidate) => candidate.path === params.path || candidate.oldPath === params.path);
-      if (!file) throw new TurnloomError('not_found', `turn ${params.checkpointId} did not change ${params.path}`, { checkpointId: params.checkpointId, path: params.path });
+      if (!file) {
+        const unlisted = diff.filesOmitted > 0 ? `, or among the ${diff.filesOmitted} files it changed that the log does not list` : '';
+        throw new TurnloomError('not_found', `turn ${params.checkpointId} did not change ${params.path}${unlisted}`, { checkpointId: params.checkpointId, path: params.path, filesOmitted: diff.filesOmitted });
+      }
       const patch = patchOfFile(diff, file);
-      return { checkpointId: params.checkpointId, files: [file], patch: patch ?? '', truncated: patch === null };
+      return { checkpointId: params.checkpointId, ...summarizeChanges([file]), patch: patch ?? '', truncated: patch === null };
     },
   },
   'checkpoint.revert': {
@@ -281,9 +286,9 @@ export const apiHandlers: { [M in ApiMethod]: Handler<M> } = {
     handle: async ({ engine, principal, workers }, params) => {
       const view = await readableThread(engine, principal, params.threadId);
       const { commit } = revertScope(view, params.checkpointId);
-      const files = await workers.restore(view.environment, { threadId: params.threadId, turnId: params.checkpointId, commit });
+      const changes = await workers.restore(view.environment, { threadId: params.threadId, turnId: params.checkpointId, commit });
       return engine.submit(
-        { type: 'checkpoint.revert', commandId: commandIdOf(params), threadId: params.threadId, turnId: params.checkpointId, commit, files, by: principal.name },
+        { type: 'checkpoint.revert', commandId: commandIdOf(params), threadId: params.threadId, turnId: params.checkpointId, commit, changes, by: principal.name },
         idOrigin(params),
       );
     },

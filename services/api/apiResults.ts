@@ -1,6 +1,6 @@
 import type { StartOutcome } from '../engine/turnQueue.ts';
 import type { CommandResult } from '../engine/commands.ts';
-import type { ApprovalView, CapturedTree, FileChange, StoredEvent, ThreadSummary, ThreadView, TurnView } from '../../domain/index.ts';
+import type { ApprovalView, CapturedTree, CheckpointDiff, FileChanges, StoredEvent, ThreadSummary, ThreadView, TurnView } from '../../domain/index.ts';
 import type { WorkerInfo } from '../dispatch/workerRegistry.ts';
 import type { ApiMethod } from './apiSchemas.ts';
 
@@ -9,13 +9,12 @@ export interface MutationResult extends CommandResult {
   turnId?: string;
 }
 
-/** A turn that changed the work tree, as `checkpoint.list` shows it; its id is the turn's. */
-export interface CheckpointSummary {
+/** A turn that changed the work tree, as `checkpoint.list` shows it; its id is the turn's; its changes are none until the turn ends. */
+export interface CheckpointSummary extends FileChanges {
   checkpointId: string;
   turnId: string;
   before: CapturedTree | null;
   after: CapturedTree | null;
-  files: FileChange[];
   /** The seq of the revert that undid it. */
   revertedAt: number | null;
 }
@@ -64,7 +63,7 @@ export interface ApiResults {
   'approval.list': { approvals: PendingApproval[]; nextCursor: string | null };
   /** `off`: why the workspace keeps no checkpoints, when a worker said so. */
   'checkpoint.list': { checkpoints: CheckpointSummary[]; off: string | null };
-  'checkpoint.diff': { checkpointId: string; files: FileChange[]; patch: string; truncated: boolean };
+  'checkpoint.diff': CheckpointDiff & { checkpointId: string };
   'checkpoint.revert': MutationResult;
   'session.stop': MutationResult;
   'worker.list': { workers: WorkerInfo[] };

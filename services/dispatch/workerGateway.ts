@@ -1,5 +1,5 @@
 import { JSON_TYPE, type Subjects, contentTypeOf, decode, encode } from '../../bus/index.ts';
-import { type Bus, BusError, type BusMessage, type BusSubscription, type ErrorBody, type FileChange, type StoredEvent, TurnloomError, type WorkerProcess } from '../../domain/index.ts';
+import { type Bus, BusError, type BusMessage, type BusSubscription, type ErrorBody, type FileChanges, type StoredEvent, TurnloomError, type WorkerProcess } from '../../domain/index.ts';
 import { type ApiContext, apiHandlers } from '../api/apiHandlers.ts';
 import type { Principal } from '../api/auth.ts';
 import { replyBudgetFor } from '../api/apiServer.ts';
@@ -123,7 +123,7 @@ export class WorkerGateway {
   }
 
   /** Has one worker of the environment put its work tree back to a checkpoint; answers what that changed. */
-  async restore(environment: string, request: Omit<RestoreRequest, 'task'>, timeoutMs = 120_000): Promise<FileChange[]> {
+  async restore(environment: string, request: Omit<RestoreRequest, 'task'>, timeoutMs = 120_000): Promise<FileChanges> {
     let reply: BusMessage;
     try {
       reply = await this.bus.request(this.subjects.workspaceTasks(environment), encode({ task: 'restore', ...request }, JSON_TYPE), {
@@ -144,7 +144,7 @@ export class WorkerGateway {
     if ('error' in answer) throw TurnloomError.fromJSON(answer.error);
     const parsed = restoreAnswerSchema.safeParse(answer.result);
     if (!parsed.success) throw new TurnloomError('unavailable', `the worker's answer to a restore could not be read: ${parsed.error.message}`, { environment });
-    return parsed.data.files;
+    return parsed.data;
   }
 
   private async handle(message: BusMessage): Promise<void> {

@@ -42,6 +42,9 @@ const fileChange = z
     oldPath: z.string().min(1).max(4_096).optional(),
   })
   .strict();
+const count = z.number().int().min(0);
+/** A list of changes as the domain caps it: totals of everything, the first files listed. */
+const fileChanges = { files: z.array(fileChange).max(100_000), filesChanged: count, additions: count, deletions: count, filesOmitted: count };
 
 /** The events a worker may record; lease events and a turn's end by failure or interrupt go through the engine. */
 export type WorkerEvent = Extract<
@@ -146,7 +149,7 @@ export const workerEventSchema: z.ZodType<WorkerEvent> = z.union([
     side: z.enum(['before', 'after']),
     ref: z.string().min(1).max(2_048),
     commit: commitId,
-    diff: z.object({ files: z.array(fileChange).max(100_000), patch: text, truncated: z.boolean() }).strict().nullable(),
+    diff: z.object({ ...fileChanges, patch: text, truncated: z.boolean() }).strict().nullable(),
   }),
   event('checkpoint.unavailable', { reason: text }),
 ]) as unknown as z.ZodType<WorkerEvent>;
@@ -261,5 +264,5 @@ export interface Offer {
 /** The engine asks a worker of the thread's environment to put the work tree back to a checkpoint, on `<p>.v1.work.task.<environment>`. */
 export const restoreSchema = z.object({ task: z.literal('restore'), threadId: id, turnId, commit: commitId }).strict();
 export type RestoreRequest = z.output<typeof restoreSchema>;
-export const restoreAnswerSchema = z.object({ files: z.array(fileChange).max(100_000) }).strict();
+export const restoreAnswerSchema = z.object(fileChanges).strict();
 export type RestoreAnswer = z.output<typeof restoreAnswerSchema>;

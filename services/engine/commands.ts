@@ -1,4 +1,4 @@
-import type { CompactionSetting, DomainEvent, WorkerProcess, FileChange, PermissionMode, PermissionRule, Permissions, ProviderChoice, Refusal, SideTaskReport } from '../../domain/index.ts';
+import type { CompactionSetting, DomainEvent, FileChanges, PermissionMode, PermissionRule, Permissions, ProviderChoice, Refusal, SideTaskReport, WorkerProcess } from '../../domain/index.ts';
 
 export type { Refusal };
 import type { TurnOutcome } from './settleTurn.ts';
@@ -53,7 +53,7 @@ export type ClientCommand =
     }
   | { type: 'session.stop'; commandId: string; threadId: string; reason: string }
   /** The worker restored `commit` (the checkpoint before `turnId`), changing `files`: the log records it and undoes the turns from `turnId` on. */
-  | { type: 'checkpoint.revert'; commandId: string; threadId: string; turnId: string; commit: string; files: FileChange[]; by: string };
+  | { type: 'checkpoint.revert'; commandId: string; threadId: string; turnId: string; commit: string; changes: FileChanges; by: string };
 
 /**
  * What the system itself submits: ingestion of provider output, deadlines,

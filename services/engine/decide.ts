@@ -190,7 +190,7 @@ function decideCommand(command: Command, draft: ThreadDraft): Refusal[] {
       const { turnIds, commit } = revertScope(draft.view, command.turnId);
       // The files were restored to what the API looked up; a different commit means the thread moved on in between.
       if (commit !== command.commit) throw new TurnloomError('conflict', `turn ${command.turnId}'s checkpoint is ${commit}, not ${command.commit}`, { turnId: command.turnId });
-      draft.emit({ type: 'checkpoint.reverted', turnIds, commit: command.commit, files: command.files, by: command.by });
+      draft.emit({ type: 'checkpoint.reverted', turnIds, commit: command.commit, by: command.by, ...command.changes });
       return [];
     }
     case 'turn.record': {

@@ -1,4 +1,4 @@
-import { DEFAULT_ENVIRONMENT, type ApprovalView, type ContextView, type ProviderMessage, defaultPermissions, type DomainEvent, type PartView, type ThreadView, type TurnView, addUsage, childId, emptyCursor, queuedTurnView, waitingInput, zeroUsage } from '../../domain/index.ts';
+import { DEFAULT_ENVIRONMENT, type ApprovalView, type ContextView, type ProviderMessage, defaultPermissions, type DomainEvent, type PartView, type ThreadView, type TurnView, addUsage, childId, emptyCursor, queuedTurnView, recordedChanges, recordedDiff, waitingInput, zeroUsage } from '../../domain/index.ts';
 import { approvalMachine, partMachine, sessionMachine, turnMachine } from '../../machines/index.ts';
 import type { AnyStateMachine, StateValue } from 'xstate';
 import { stateName } from '../strictSend.ts';
@@ -377,7 +377,7 @@ function applyContent(view: ThreadView, event: DomainEvent, at: number, seq: num
       return mapTurn(view, event.turnId, (turn) => {
         const checkpoint = turn.checkpoint ?? { before: null, after: null, diff: null };
         const tree = { ref: event.ref, commit: event.commit };
-        return { ...turn, checkpoint: event.side === 'before' ? { ...checkpoint, before: tree } : { ...checkpoint, after: tree, diff: event.diff } };
+        return { ...turn, checkpoint: event.side === 'before' ? { ...checkpoint, before: tree } : { ...checkpoint, after: tree, diff: recordedDiff(event.diff) } };
       });
     case 'checkpoint.unavailable':
       return { ...view, checkpointsOff: event.reason };
@@ -387,7 +387,7 @@ function applyContent(view: ThreadView, event: DomainEvent, at: number, seq: num
         const turn = view.turns[turnId];
         if (turn) view.turns[turnId] = { ...turn, revertedAt: seq };
       }
-      return { ...view, reverts: [...view.reverts, { seq, at, by: event.by, turnIds: event.turnIds, files: event.files }] };
+      return { ...view, reverts: [...view.reverts, { seq, at, by: event.by, turnIds: event.turnIds, ...recordedChanges(event) }] };
     }
   }
 }

@@ -1,6 +1,6 @@
 import { startMachine, stepMachine } from '../machineStep.ts';
 import { explainRefusal, lifecycleMachines, type LifecycleMachineName } from '../../machines/index.ts';
-import { type ActorTransition, type DomainEvent, IllegalTransition, type QueuedTurnView, type RefusedEvent, type ThreadView, TurnloomError, cutToFit, jsonBytes } from '../../domain/index.ts';
+import { type ActorTransition, type DomainEvent, IllegalTransition, type QueuedTurnView, type RefusedEvent, type ThreadView, TurnloomError, fitEvent, jsonBytes } from '../../domain/index.ts';
 import { projectInto } from './projector.ts';
 import { type Delivery, actorKey, routeEvent } from './routeEvent.ts';
 import { assertAccepts, stateName } from '../strictSend.ts';
@@ -77,11 +77,16 @@ export class ThreadDraft {
     this.at = at;
   }
 
-  /** An event over the size limit: a client's is refused, the system's (a provider's output) is cut with a note. */
+  /**
+   * An event over the size limit: a client's is refused, the system's (a
+   * provider's output, a checkpoint's changes) is cut with a note. A revert's
+   * list of files is the worker's, and the files are back by the time it is
+   * recorded: it is cut too, whoever asked for the revert.
+   */
   private fit(event: DomainEvent): DomainEvent {
-    const { value, cut } = cutToFit(event, this.limits.maxEventBytes);
+    const { value, cut } = fitEvent(event, this.limits.maxEventBytes);
     if (!cut) return event;
-    if (this.limits.oversize === 'cut') return value;
+    if (this.limits.oversize === 'cut' || event.type === 'checkpoint.reverted') return value;
     const size = jsonBytes(event);
     throw new TurnloomError('invalid_payload', `${event.type} would take ${size} bytes as JSON, over the ${this.limits.maxEventBytes}-byte limit of one event; send less`, {
       event: event.type,

@@ -17,7 +17,9 @@ const statusMark = { added: 'A', modified: 'M', deleted: 'D', renamed: 'R' } as 
 /** The files first (the patch may be cut), then the patch. */
 function diffText(diff: CheckpointDiff): string {
   const files = diff.files.map((file) => `${statusMark[file.status]} ${file.oldPath ? `${file.oldPath} -> ` : ''}${file.path}${file.binary ? ' (binary)' : ` +${file.additions} -${file.deletions}`}`);
-  return `Files changed:\n${files.join('\n')}\n\n${diff.patch}`;
+  // A cut list still says how large the change is, first (the request keeps only the start): its first files alone would make an `npm install` look small.
+  const heading = diff.filesOmitted > 0 ? `Files changed: ${diff.filesChanged}, +${diff.additions} -${diff.deletions} in all; the first ${diff.files.length} are` : 'Files changed';
+  return `${heading}:\n${files.join('\n')}\n\n${diff.patch}`;
 }
 
 /**
@@ -34,6 +36,6 @@ export function sideWorkDue(view: ThreadView, turnId: string): SideTask[] {
   const opening = view.turns[view.turnIds[0] ?? turnId] ?? turn;
   if (firstCompleted && view.renamedAt === null) tasks.push({ kind: 'title', turnId, input: promptOf(opening) });
   const diff = turn.checkpoint?.diff;
-  if (diff && diff.files.length > 0 && turn.summary === null) tasks.push({ kind: 'summary', turnId, input: diffText(diff) });
+  if (diff && diff.filesChanged > 0 && turn.summary === null) tasks.push({ kind: 'summary', turnId, input: diffText(diff) });
   return tasks;
 }

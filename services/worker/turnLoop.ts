@@ -36,6 +36,7 @@ import { type RetryPolicy, retryDelay } from '../runtime/retryPolicy.ts';
 import { type LiveDelta, StepIngestion } from '../runtime/stepIngestion.ts';
 import type { CompactionOptions } from './compaction.ts';
 import type { Outbox } from './outbox.ts';
+import { diffToRecord } from './recordedChanges.ts';
 import { reachWritten } from './reachWritten.ts';
 import { prepareRequest, retryAfterError, turnStopping } from './stepHooks.ts';
 import type { TurnHooks } from './turnHooks.ts';
@@ -389,15 +390,12 @@ async function captureAfter(work: TurnWork): Promise<void> {
   if (!checkpoints || 'off' in checkpoints || !before) return;
   try {
     const tree = await checkpoints.store.capture(threadId, turnId, 'after');
-    const diff = await checkpoints.store.diff(before.commit, tree.commit, { maxChars: MAX_RECORDED_DIFF_CHARS });
+    const diff = await diffToRecord(checkpoints.store, before.commit, tree.commit);
     await work.outbox.record([{ type: 'checkpoint.captured', turnId, side: 'after', ref: tree.ref, commit: tree.commit, diff }]);
   } catch (error) {
     await work.outbox.record([{ type: 'activity.recorded', turnId, kind: 'diagnostic', message: `no checkpoint after this turn: ${(error as Error).message}`, data: {} }]);
   }
 }
-
-/** The log keeps each turn's diff (so anyone can read it without the workspace), up to this much. */
-const MAX_RECORDED_DIFF_CHARS = 200_000;
 
 /** Why a call was refused without asking, as the model reads it. */
 const refusal = (mode: PermissionMode, kind: ToolKind): string =>

@@ -11,6 +11,7 @@ import { Inflight, answerRequest, parseParams } from '../api/requestReply.ts';
 import { defaultRetryPolicy } from '../runtime/retryPolicy.ts';
 import { LeasedThread } from './leasedThread.ts';
 import { LiveBatcher } from './liveBatcher.ts';
+import { restoreToRecord } from './recordedChanges.ts';
 import { SideWork, type SideWorkOptions } from './sideWork.ts';
 import { unboundedController } from './unboundedController.ts';
 import { Outbox, type OutboxBounds } from './outbox.ts';
@@ -141,7 +142,7 @@ export class Worker {
     const request = parseParams(restoreSchema, body, 'restore');
     const busy = [...this.runs.values()].find((run) => run.threadId === request.threadId);
     if (busy) throw new TurnloomError('conflict', `turn ${busy.turnId} of thread ${request.threadId} is running on worker ${this.workerId}`, { turnId: busy.turnId });
-    return { files: await store.restore(request.commit) };
+    return restoreToRecord(store, request.commit);
   }
 
   get runningTurns(): number {

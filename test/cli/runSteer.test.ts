@@ -25,7 +25,7 @@ describe('turnloom run in a terminal: typing while the turn runs', () => {
     const slow = new ScriptedProvider({ chunkSize: 4, delayMs: 15, steps: [[{ text: 'Reading the code and thinking about the race, slowly. '.repeat(3) }]] });
     const run = runEmbedded({
       prompt: 'fix the race',
-      workspace: await workspaceSetup('run', '--cwd', workspace.path),
+      workspace: await workspaceSetup('run', '--cwd', workspace.path, data.path),
       dataDir: data.path,
       threadId: null,
       providers: { scripted: slow },

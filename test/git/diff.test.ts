@@ -82,8 +82,16 @@ describe('Checkpoints.diff', () => {
     expect(exact).toMatchObject({ patch: full, truncated: false });
   });
 
+  it('lists at most maxFiles, in path order, and totals every file', async () => {
+    const whole = await checkpoints.diff(before.commit, after.commit);
+    expect(whole).toMatchObject({ filesChanged: 8, additions: 7, deletions: 2, filesOmitted: 0 });
+    const cut = await checkpoints.diff(before.commit, after.commit, { maxFiles: 3 });
+    expect(cut.files).toEqual(whole.files.slice(0, 3));
+    expect(cut).toMatchObject({ filesChanged: 8, additions: 7, deletions: 2, filesOmitted: 5, patch: whole.patch });
+  });
+
   it('is empty between identical snapshots', async () => {
-    expect(await checkpoints.diff(after.commit, after.commit)).toEqual({ files: [], patch: '', truncated: false });
+    expect(await checkpoints.diff(after.commit, after.commit)).toEqual({ files: [], filesChanged: 0, additions: 0, deletions: 0, filesOmitted: 0, patch: '', truncated: false });
   });
 
   it('refuses what is not a commit id', async () => {

@@ -39,7 +39,7 @@ describe('a 10,000-file repository', () => {
     const { files } = await timed('diff', () => checkpoints.diff(first.commit, second.commit));
     expect(files.map(({ path }) => path)).toEqual(['d99/f99.txt']);
     const restored = await timed('restore', () => checkpoints.restore(first.commit));
-    expect(restored.map(({ path }) => path)).toEqual(['d99/f99.txt']);
+    expect(restored.files.map(({ path }) => path)).toEqual(['d99/f99.txt']);
     expect(made.read('d99/f99.txt')).toBe('file 99/99\n');
   });
 });

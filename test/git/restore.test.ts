@@ -54,7 +54,8 @@ describe('Checkpoints.restore', () => {
 
     const changes = await checkpoints.restore(before.commit);
 
-    expect(changes).toEqual([
+    expect(changes).toMatchObject({ filesChanged: 8, additions: 4, deletions: 5, filesOmitted: 0 });
+    expect(changes.files).toEqual([
       { path: 'added.txt', status: 'deleted', additions: 0, deletions: 1, binary: false },
       { path: 'edit.txt', status: 'modified', additions: 1, deletions: 1, binary: false },
       { path: 'new/nested/deep.txt', status: 'deleted', additions: 0, deletions: 1, binary: false },
@@ -86,7 +87,7 @@ describe('Checkpoints.restore', () => {
     const checkpoints = (await Checkpoints.open(made.path))!;
     const before = await checkpoints.capture('thread', 'turn', 'before');
     const start = userState(made);
-    expect(await checkpoints.restore(before.commit)).toEqual([]);
+    expect(await checkpoints.restore(before.commit)).toEqual({ files: [], filesChanged: 0, additions: 0, deletions: 0, filesOmitted: 0 });
     expect(userState(made)).toEqual(start);
   });
 

@@ -8,6 +8,10 @@ import { turnEvents } from '../support/engineFixture.ts';
 const created: DomainEvent = { type: 'thread.created', title: 'New thread', workspace: null, owner: null, environment: DEFAULT_ENVIRONMENT, permissions: defaultPermissions() };
 const diff: CheckpointDiff = {
   files: [{ path: 'src/session.js', status: 'modified', additions: 2, deletions: 1, binary: false }],
+  filesChanged: 1,
+  additions: 2,
+  deletions: 1,
+  filesOmitted: 0,
   patch: 'diff --git a/src/session.js b/src/session.js\n--- a/src/session.js\n+++ b/src/session.js\n@@ -1 +1,2 @@\n-old\n+new\n+more\n',
   truncated: false,
 };
@@ -46,7 +50,16 @@ describe('side work: what is due after a turn', () => {
     const [task] = sideWorkDue(view, 't2');
     expect(task).toMatchObject({ kind: 'summary', turnId: 't2' });
     expect(task!.input).toBe(`Files changed:\nM src/session.js +2 -1\n\n${diff.patch}`);
-    expect(sideWorkDue(viewOf(turn('t1', 'one', 'completed', { ...diff, files: [], patch: '' })), 't1').map((due) => due.kind)).toEqual(['title']);
+    expect(sideWorkDue(viewOf(turn('t1', 'one', 'completed', { ...diff, files: [], filesChanged: 0, additions: 0, deletions: 0, patch: '' })), 't1').map((due) => due.kind)).toEqual(['title']);
+  });
+
+  it('a summary of a turn whose list of files was cut starts with how large the change is and how many files are listed', () => {
+    const cut: CheckpointDiff = { ...diff, filesChanged: 16_000, additions: 16_001, deletions: 1, filesOmitted: 15_999, truncated: true };
+    const [task] = sideWorkDue(viewOf(turn('t1', 'one', 'completed'), turn('t2', 'two', 'completed', cut)), 't2');
+    expect(task!.input).toBe(`Files changed: 16000, +16001 -1 in all; the first 1 are:\nM src/session.js +2 -1\n\n${diff.patch}`);
+    // A diff recorded before the totals existed counts its list.
+    const { filesChanged: _files, additions: _added, deletions: _removed, filesOmitted: _omitted, ...legacy } = diff;
+    expect(sideWorkDue(viewOf(turn('t1', 'one', 'completed'), turn('t2', 'two', 'completed', legacy as CheckpointDiff)), 't2')[0]!.input).toBe(`Files changed:\nM src/session.js +2 -1\n\n${diff.patch}`);
   });
 
   it('nothing after a turn that did not complete', () => {
