@@ -1,4 +1,4 @@
-import { type Stats, accessSync, closeSync, constants, mkdirSync, openSync, readSync, statSync, writeFileSync } from 'node:fs';
+import { type Stats, accessSync, closeSync, constants, mkdirSync, openSync, readSync, statSync, unlinkSync, writeSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { TurnloomError } from '../domain/index.ts';
 
@@ -77,6 +77,28 @@ function makeFolder(path: string, target: string): void {
 }
 
 /**
+ * Writes one of the data folder's own files. The folder may be inside a
+ * workspace a model writes to: a symlink planted in its place is removed,
+ * never followed, so the write cannot land on a file elsewhere.
+ */
+function writeOwnFile(path: string, text: string): void {
+  const open = () => openSync(path, constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC | constants.O_NOFOLLOW, 0o644);
+  let fd: number;
+  try {
+    fd = open();
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'ELOOP') throw error;
+    unlinkSync(path);
+    fd = open();
+  }
+  try {
+    writeSync(fd, text);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/**
  * Makes sure `path` is a folder this process can write, creating it if
  * needed, before LMDB is pointed at it (LMDB on a file, or under /proc, fails
  * in ways no user should have to read), and marks it as a data folder
@@ -89,7 +111,9 @@ export function prepareDataFolder(path: string): void {
     else if (!found.isDirectory()) throw unusable(path, 'it is a file, not a folder');
     accessSync(path, constants.R_OK | constants.W_OK | constants.X_OK);
     // Written on every open: a marker someone deleted or changed is back before the next checkpoint looks for it.
-    writeFileSync(join(path, DATA_FOLDER_MARKER), markerText);
+    writeOwnFile(join(path, DATA_FOLDER_MARKER), markerText);
+    // A data folder inside a repository stays out of the user's `git status` (`*` covers this file too).
+    writeOwnFile(join(path, '.gitignore'), '# turnloom data folder: never committed\n*\n');
   } catch (error) {
     if (error instanceof TurnloomError) throw error;
     const code = (error as NodeJS.ErrnoException).code;

@@ -77,7 +77,9 @@ describe('checkpoints leave data folders out', () => {
     // Look-alikes of the user's own are kept: a file named like the marker, a file named like a lock.
     made.write(`notes/${DATA_FOLDER_MARKER}`, 'my own notes\n');
     made.write('notes/build-lock', 'not a database\n');
-    expect(readdirSync(join(made.path, 'notes', 'run 1')).sort()).toEqual(['data.mdb', 'lock.mdb', DATA_FOLDER_MARKER]);
+    expect(readdirSync(join(made.path, 'notes', 'run 1')).sort()).toEqual(['.gitignore', 'data.mdb', 'lock.mdb', DATA_FOLDER_MARKER]);
+    // Its .gitignore keeps it out of git status; a tool that deletes it must not bring the database into a checkpoint.
+    rmSync(join(made.path, 'notes', 'run 1', '.gitignore'));
 
     const checkpoints = (await Checkpoints.open(made.path))!;
     const before = await checkpoints.capture('thread', 'turn', 'before');
@@ -96,6 +98,8 @@ describe('checkpoints leave data folders out', () => {
     const folder = join(made.path, 'state', 'x');
     const engine = await engineIn(folder);
     await engine.create('t1');
+    // Without the .gitignore that would hide it from git, as a tool may leave it.
+    rmSync(join(folder, '.gitignore'));
     const checkpoints = (await Checkpoints.open(made.path))!;
     const before = await checkpoints.capture('thread', 'turn', 'before');
     // The turn: the engine writes on while the files change.
@@ -113,7 +117,8 @@ describe('checkpoints leave data folders out', () => {
     await engine.create('t4');
     expect(identity(join(folder, 'data.mdb')).inode).toBe(database.inode);
     expect(await engine.reopenedThreads()).toEqual(['t1', 't2', 't3', 't4']);
-    expect(readdirSync(folder).sort()).toEqual(['data.mdb', 'lock.mdb', DATA_FOLDER_MARKER]);
+    // Reopened, the folder wrote its own .gitignore again.
+    expect(readdirSync(folder).sort()).toEqual(['.gitignore', 'data.mdb', 'lock.mdb', DATA_FOLDER_MARKER]);
     expect(changes.files.map((file) => [file.path, file.status])).toEqual([
       ['a.txt', 'modified'],
       ['b.txt', 'deleted'],

@@ -1,5 +1,5 @@
-import { spawn } from 'node:child_process';
-import { readdirSync, writeFileSync } from 'node:fs';
+import { execFileSync, spawn } from 'node:child_process';
+import { lstatSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { readFileSync } from 'node:fs';
@@ -80,6 +80,25 @@ describe('the data folder', () => {
     } finally {
       parent.kill('SIGKILL');
     }
+  });
+
+  it('inside a git repository, stays out of git status; a symlink planted at one of its own files is replaced, never followed', async () => {
+    dir = tempDir('turnloom-lock-');
+    execFileSync('git', ['init', '-q', dir.path]);
+    const outside = join(dir.path, 'precious.txt');
+    writeFileSync(outside, 'keep me\n');
+    const data = join(dir.path, '.turnloom', 'run');
+    await LmdbStore.open(data).close();
+    expect(execFileSync('git', ['-C', dir.path, 'status', '--porcelain', '--untracked-files=all'], { encoding: 'utf8' })).toBe('?? precious.txt\n');
+    // A model that can write in the workspace points the folder's own files elsewhere.
+    for (const own of ['turnloom-data', '.gitignore']) {
+      rmSync(join(data, own));
+      symlinkSync(outside, join(data, own));
+    }
+    await LmdbStore.open(data).close();
+    expect(readFileSync(outside, 'utf8')).toBe('keep me\n');
+    expect(lstatSync(join(data, 'turnloom-data')).isSymbolicLink()).toBe(false);
+    expect(readFileSync(join(data, 'turnloom-data'), 'utf8')).toMatch(/^turnloom data folder\n/);
   });
 
   it('must be a writable folder: a file or a place that cannot be created is one clear error', () => {
