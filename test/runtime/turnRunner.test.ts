@@ -74,6 +74,22 @@ describe('the in-process turn runner', () => {
     expect(fx.store.readView(threadId)).toEqual(rebuildFromLog(fx.store, threadId));
   });
 
+  it('names the workspace of the worker that runs the turn in the system prompt, also for a thread created over the API without one', async () => {
+    const workspace = tempDir('turnloom-system-prompt-');
+    cleanups.push(() => workspace.remove());
+    const systems: string[] = [];
+    const scripted = new ScriptedProvider((request) => {
+      systems.push(request.system ?? '');
+      return { steps: [[{ text: 'ok' }]] };
+    });
+    const { client, threadId } = await setup({ scripted }, { workspace: workspace.path, tools: new WorkspaceTools({ root: workspace.path }) });
+    expect((await client.call('thread.get', { threadId })).thread.workspace).toBeNull();
+    const { turnId } = await client.call('turn.start', { threadId, input: { text: 'hi' } });
+    await expect.poll(async () => (await turnState(client, threadId, turnId)).state, { timeout: 10_000 }).toBe('completed');
+    expect(systems[0]).toContain(`Your workspace is ${workspace.path}.`);
+    expect(systems[0]).not.toContain('No workspace');
+  });
+
   it('says honestly when the default scripted turn could not look: a worker without a workspace, or a listing a rule denies', async () => {
     const { client, threadId } = await setup({ scripted: new ScriptedProvider() });
     const { turnId } = await client.call('turn.start', { threadId, input: { text: 'what is here?' } });
