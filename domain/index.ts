@@ -16,7 +16,9 @@ export type { ProviderAdapter, ProviderRequest, ProviderMessage, AssistantPart, 
 export { ProviderError } from './providerAdapter.ts';
 export type { ProviderEvent, ProviderErrorInfo, ProviderErrorKind, StopReason } from './providerEvents.ts';
 export { wellFormed, wellFormedString } from './wellFormed.ts';
-export type { PermissionMode, PermissionDecision, PermissionRule, Permissions } from './permissions.ts';
+export type { PermissionMode, PermissionDecision, PermissionRule, Permissions, PermissionCall } from './permissions.ts';
+export type { CommandLine } from './commandLine.ts';
+export { splitCommandLine } from './commandLine.ts';
 export { permissionModes, defaultPermissions, decidePermission } from './permissions.ts';
 export { childId } from './derivedIds.ts';
 export { cutToFit, jsonBytes } from './cutToFit.ts';

@@ -1,4 +1,5 @@
-import type { ToolKind } from './providerAdapter.ts';
+import { splitCommandLine } from './commandLine.ts';
+import type { ToolClass, ToolKind } from './providerAdapter.ts';
 
 /**
  * How much a thread lets its agent do without asking: `ask` (reads run,
@@ -13,13 +14,19 @@ export type PermissionDecision = 'allow' | 'ask' | 'deny';
 
 /**
  * A thread's rule for some calls: `tool` is a tool name or `*`; `pattern`
- * matches what the call touches (a path, a command line), `*` standing for
- * any run of characters, so `npm test*` allows `npm test -- --watch`.
+ * is what the call touches (a path, a command), taken as `match` says:
+ * `wildcard` (the default, and what every rule stored without `match`
+ * means) lets `*` stand for any run of characters, so `npm test*` allows
+ * `npm test -- --watch`; `exact` takes the pattern as it is, `*` included
+ * (an `always` answer records the call's own subject this way). A command
+ * rule is matched against each simple command of the line, see
+ * `decidePermission`.
  */
 export interface PermissionRule {
   tool: string;
   pattern: string;
   decision: PermissionDecision;
+  match?: 'exact' | 'wildcard';
 }
 
 export interface Permissions {
@@ -36,21 +43,63 @@ const byMode: Record<PermissionMode, Record<ToolKind, PermissionDecision>> = {
   'read-only': { read: 'allow', edit: 'deny', command: 'deny' },
 };
 
-function matches(pattern: string, subject: string): boolean {
-  const expression = pattern.split('*').map((piece) => piece.replace(/[.+?^${}()|[\]\\]/g, '\\$&')).join('.*');
-  return new RegExp(`^${expression}$`, 's').test(subject);
+/** Whether `subject` is `pattern` with each `*` standing for any run of characters; linear in each, however many stars. */
+function wildcardMatches(pattern: string, subject: string): boolean {
+  let p = 0;
+  let s = 0;
+  // Where the last star was, and where in the subject what it stands for ends so far: a mismatch later lets it take one more character.
+  let star = -1;
+  let taken = 0;
+  while (s < subject.length) {
+    if (p < pattern.length && pattern[p] === '*') {
+      star = p++;
+      taken = s;
+    } else if (p < pattern.length && pattern[p] === subject[s]) {
+      p++;
+      s++;
+    } else if (star >= 0) {
+      p = star + 1;
+      s = ++taken;
+    } else return false;
+  }
+  while (pattern[p] === '*') p++;
+  return p === pattern.length;
 }
+
+const matches = (rule: PermissionRule, subject: string): boolean => (rule.match === 'exact' ? rule.pattern === subject : wildcardMatches(rule.pattern, subject));
+
+/** A call as the rules see it: the tool's name, and how the tool classified the call. */
+export type PermissionCall = { tool: string } & ToolClass;
 
 /**
  * What happens to one tool call: nothing but reads in read-only mode; else
  * the thread's rules (a matching deny wins, then ask, then allow); else its
  * mode (a turn may run under another).
+ *
+ * A command is read as `splitCommandLine` splits it: a deny or ask rule
+ * matching the whole line or any simple command in it applies; an allow
+ * rule vouches for one simple command, so the line runs on the rules only
+ * when each of its commands is allowed and the split vouches for the line
+ * (no substitution, redirection, subshell…), or when a rule's pattern is
+ * the whole line, character for character (what a person approved with
+ * `always`). A call that outlives itself (`bash` with `keepRunning`) asks in
+ * every mode but `full`, whatever the allow rules say: no rule was written
+ * for processes that stay behind.
+ *
  * Pure: the worker asks it before every call, and so can anyone reading the log.
  */
-export function decidePermission(permissions: Permissions, mode: PermissionMode, call: { tool: string; kind: ToolKind; subject: string }): PermissionDecision {
+export function decidePermission(permissions: Permissions, mode: PermissionMode, call: PermissionCall): PermissionDecision {
   // Read-only is a promise: no rule makes an edit or a command run in it.
   if (mode === 'read-only' && call.kind !== 'read') return 'deny';
-  const matching = permissions.rules.filter((rule) => (rule.tool === '*' || rule.tool === call.tool) && matches(rule.pattern, call.subject));
-  for (const decision of ['deny', 'ask', 'allow'] as const) if (matching.some((rule) => rule.decision === decision)) return decision;
-  return byMode[mode][call.kind];
+  const rules = permissions.rules.filter((rule) => rule.tool === '*' || rule.tool === call.tool);
+  const line = call.kind === 'command' ? splitCommandLine(call.subject) : null;
+  const pieces = line ? [call.subject, ...line.commands] : [call.subject];
+  const matched = (decision: PermissionDecision, subject: string) => rules.some((rule) => rule.decision === decision && matches(rule, subject));
+  for (const decision of ['deny', 'ask'] as const) if (pieces.some((piece) => matched(decision, piece))) return decision;
+  if (call.outlivesCall && mode !== 'full') return 'ask';
+  const allowed = line
+    ? rules.some((rule) => rule.decision === 'allow' && rule.pattern === call.subject) ||
+      (line.unvouched === null && line.commands.length > 0 && line.commands.every((command) => matched('allow', command)))
+    : matched('allow', call.subject);
+  return allowed ? 'allow' : byMode[mode][call.kind];
 }

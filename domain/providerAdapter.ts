@@ -48,6 +48,8 @@ export type ToolKind = 'read' | 'edit' | 'command';
 export interface ToolClass {
   kind: ToolKind;
   subject: string;
+  /** It leaves processes running after it returns (`bash` with `keepRunning`): no rule vouches for that, so it asks unless the mode is `full`. */
+  outlivesCall?: boolean;
 }
 
 /** Runs the tools a model may call. */

@@ -22,8 +22,9 @@ const rules = z
     z
       .object({
         tool: z.string().min(1).max(64).describe('a tool name, or *'),
-        pattern: z.string().min(1).max(1_000).describe('what the call touches (a path, a command line); * matches anything'),
+        pattern: z.string().min(1).max(1_000).describe('what the call touches (a path, a command); * matches anything, unless match is exact'),
         decision: z.enum(['allow', 'ask', 'deny']),
+        match: z.enum(['exact', 'wildcard']).optional().describe('exact: the pattern as written, * included; wildcard (the default): * stands for any run of characters'),
       })
       .strict(),
   )

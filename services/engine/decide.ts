@@ -173,9 +173,9 @@ function decideCommand(command: Command, draft: ThreadDraft): Refusal[] {
       const { turnId, approval } = findApproval(draft, command.approvalId);
       const common = { turnId, approvalId: approval.id, partId: approval.partId, by: command.by, note: command.note };
       draft.emit(command.decision === 'deny' ? { type: 'approval.denied', ...common } : { type: 'approval.granted', ...common });
-      // `always`: such calls run from now on, in this thread, without asking.
+      // `always`: this very call runs from now on, in this thread, without asking; a `*` the model wrote allows nothing more.
       if (command.decision === 'always') {
-        draft.emit({ type: 'permission.ruleAdded', rule: { tool: approval.toolName, pattern: approval.subject, decision: 'allow' }, by: command.by, approvalId: approval.id });
+        draft.emit({ type: 'permission.ruleAdded', rule: { tool: approval.toolName, pattern: approval.subject, decision: 'allow', match: 'exact' }, by: command.by, approvalId: approval.id });
       }
       return [];
     }

@@ -328,11 +328,12 @@ async function runTool(work: TurnWork, call: ToolCall, tools: ToolExecutor): Pro
   if (!part || !(part.state === 'running.tool.inputReady' || part.state === 'running.tool.awaitingApproval')) return;
   const partId = part.id;
   const executing: DomainEvent = { type: 'tool.executing', turnId, partId, toolCallId: call.callId };
-  const { kind, subject } = tools.classify(call);
+  const toolClass = tools.classify(call);
+  const { kind, subject } = toolClass;
   const view = work.fold.context.view!;
   const mode = view.turns[turnId]!.mode ?? view.permissions.mode;
   // A call a person was already asked about goes by their answer, not by a second question.
-  const permission = asked ? 'ask' : decidePermission(view.permissions, mode, { tool: call.name, kind, subject });
+  const permission = asked ? 'ask' : decidePermission(view.permissions, mode, { tool: call.name, ...toolClass });
   if (permission === 'deny') {
     await work.outbox.record([{ type: 'part.failed', turnId, partId, error: refusal(mode, kind) }]);
     return;

@@ -34,9 +34,9 @@ describe('permission modes and rules, on a real workspace', () => {
       ['completed', 'hi\nexit code 0'],
     ]);
     const { thread } = await ws.client.call('thread.get', { threadId });
-    expect(thread.permissions).toEqual({ mode: 'ask', rules: [{ tool: 'bash', pattern: 'echo hi', decision: 'allow' }] });
+    expect(thread.permissions).toEqual({ mode: 'ask', rules: [{ tool: 'bash', pattern: 'echo hi', decision: 'allow', match: 'exact' }] });
     const events = (await ws.client.call('thread.events', { threadId, after: 0 })).events.map((stored) => stored.event);
-    expect(events).toContainEqual({ type: 'permission.ruleAdded', rule: { tool: 'bash', pattern: 'echo hi', decision: 'allow' }, by: 'local', approvalId: approval.id });
+    expect(events).toContainEqual({ type: 'permission.ruleAdded', rule: { tool: 'bash', pattern: 'echo hi', decision: 'allow', match: 'exact' }, by: 'local', approvalId: approval.id });
   });
 
   it('a denial with a note reaches the model as the tool result, and the command never runs', async () => {
