@@ -50,6 +50,7 @@ export async function demoCommand(args: string[]): Promise<number> {
     if (readdirSync(projectDir).length > 0) throw new UsageError(`demo: --dir ${projectDir} is not empty; give a new or empty folder`);
     writeLoginRaceProject(projectDir);
     const workspace = await workspaceSetup('demo', '--dir', projectDir, dataDir);
+    if (workspace.isolationWarning) console.warn(`turnloom: ${workspace.isolationWarning}`);
     const report = await runEmbedded({
       prompt: values.prompt!,
       workspace,

@@ -68,6 +68,7 @@ export async function runCommand(args: string[]): Promise<number> {
   const notes = process.stderr;
   if (Object.keys(setup.providers).length === 1) notes.write('turnloom: no OPENAI_API_KEY or ANTHROPIC_API_KEY is set, so the scripted provider answers\n');
   if (!values.json) notes.write(`turnloom run — ${name}${model ? ` (${model})` : ''}, ${workspace.summary}, approvals: ${policy}\n`);
+  if (workspace.isolationWarning) notes.write(`turnloom: ${workspace.isolationWarning}\n`);
 
   const report = await runEmbedded({
     prompt,

@@ -142,6 +142,7 @@ export async function serveCommand(args: string[]): Promise<number> {
     console.log(`  API: ${server.subjects.prefix}.v1.api.<method>  events: ${server.subjects.prefix}.v1.evt.<threadId>  live: ${server.subjects.prefix}.v1.live.<threadId>`);
     console.log(`  data: ${dataDir}`);
     console.log(`  ${values['no-worker'] ? 'no local worker (--no-worker): turns wait for `turnloom worker` processes' : `local worker ${server.worker!.workerId}; ${setup.summary}; ${workspace!.summary}`}`);
+    if (workspace?.isolationWarning) console.warn(`  ${workspace.isolationWarning}`);
     console.log(`  auth: ${auth ? `${Object.keys(auth.tokens).length} tokens` : 'open (every caller has every scope)'}`);
     for (const warning of nats?.warnings ?? []) console.warn(`  ${warning}`);
     if (relay) console.log(`  inspector: ${relay.url}`);

@@ -69,6 +69,7 @@ export async function workerCommand(args: string[]): Promise<number> {
     }).start();
     console.log(`turnloom worker ${worker.workerId} on ${nats.display}, environment ${worker.environment}, ${workspace.summary}`);
     console.log(`  ${setup.summary}`);
+    if (workspace.isolationWarning) console.warn(`  ${workspace.isolationWarning}`);
     for (const warning of nats.warnings) console.warn(`  ${warning}`);
     await untilSignal('settling running turns…');
     await worker.stop();

@@ -4,7 +4,7 @@ import { Checkpoints } from '../adapters/git/index.ts';
 import { WorkspaceTools } from '../adapters/tools/index.ts';
 import type { CheckpointSetting, WorkerOptions } from '../services/worker/index.ts';
 import { UsageError } from './cliErrors.ts';
-import { defaultDataFolder } from './dataHome.ts';
+import { dataHome, defaultDataFolder } from './dataHome.ts';
 
 /**
  * The data folder a command on this workspace uses: `--data` when given,
@@ -24,23 +24,34 @@ export interface WorkspaceSetup {
   checkpoints: CheckpointSetting;
   /** One line for the console: where the agent works, and whether its turns can be undone. */
   summary: string;
+  /** A warning line for the console when commands cannot run isolated here, saying what that exposes and what to do; null when they can. */
+  isolationWarning: string | null;
 }
+
+/** What running commands without isolation exposes, and the ways out, in one line. */
+const isolationWarning = (reason: string): string =>
+  `warning: commands run without isolation (${reason}): a command can read the environment of this process, its keys included, and of every process of this user through /proc, and what it starts survives a kill -9 of turnloom; allow unprivileged user namespaces (util-linux unshare and setpriv) to isolate them, or approve every command yourself (mode ask or auto-edits, no allow rules for bash), and run turnloom as a user that holds no other secrets (see "Commands and secrets" in docs/architecture.md)`;
 
 /**
  * The folder a worker's model works in: its tools, and its checkpoints when
  * it is a git repository; `dataDir`, this process's data folder, is never
  * part of a checkpoint (its marker says so too, but a tool may delete that).
+ * Commands see it, and turnloom's folder under the XDG data home (the
+ * threads of every workspace), empty, when they run isolated.
  */
 export async function workspaceSetup(command: string, option: string, dir: string, dataDir: string | null): Promise<WorkspaceSetup> {
   const workspace = resolve(dir);
   if (!statSync(workspace, { throwIfNoEntry: false })?.isDirectory()) throw new UsageError(`${command}: ${option} ${workspace} is not a folder`);
   const store = await Checkpoints.open(workspace, { exclude: dataDir === null ? [] : [dataDir] });
   const checkpoints: CheckpointSetting = store ? { store } : { off: `${workspace} is not a git repository: turns run without checkpoints, and cannot be undone` };
+  const tools = new WorkspaceTools({ root: workspace, hiddenPaths: [dataHome(), ...(dataDir === null ? [] : [dataDir])] });
+  const isolation = await tools.isolation();
   return {
     workspace,
     project: store?.root ?? workspace,
-    tools: new WorkspaceTools({ root: workspace }),
+    tools,
     checkpoints,
     summary: store ? `workspace ${workspace} (git checkpoints on)` : `workspace ${workspace} (not a git repository: no checkpoints)`,
+    isolationWarning: isolation.isolated ? null : isolationWarning(isolation.reason),
   };
 }

@@ -58,8 +58,17 @@ export interface ToolExecutor {
   /** Whether this executor runs this call; left out, it runs every call. A provider's own tools may take only some. */
   handles?(call: ToolCall): boolean;
   classify(call: ToolCall): ToolClass;
-  /** Runs the call; a bad input or a failure is a result with `isError`, never a throw. Stops when `signal` aborts. */
-  execute(call: ToolCall, signal: AbortSignal): Promise<ToolResult>;
+  /**
+   * Runs the call, for turn `turnId` when it has one; a bad input or a
+   * failure is a result with `isError`, never a throw. Stops when `signal` aborts.
+   */
+  execute(call: ToolCall, signal: AbortSignal, turnId?: string): Promise<ToolResult>;
+  /**
+   * The turn has ended, however it ended: stop what its calls left running
+   * on purpose (a call that `outlivesCall`), and resolve once it is gone.
+   * Called before the turn's `after` checkpoint, so nothing they write escapes it.
+   */
+  endTurn?(turnId: string): Promise<void>;
 }
 
 /**

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import type { ToolKind, ToolResult, ToolSpec } from '../../domain/index.ts';
+import type { CommandSettings, KeptCommands } from './commandProcess.ts';
 import type { Workspace } from './workspacePath.ts';
 
 export const workspaceToolNames = ['read', 'write', 'edit', 'list', 'glob', 'grep', 'bash'] as const;
@@ -12,13 +13,17 @@ export interface ToolContext {
   maxOutputChars: number;
   maxReadBytes: number;
   bashTimeoutMs: number;
-  env: NodeJS.ProcessEnv;
   ripgrep: string | null;
+  /** The turn the call is run for (null: none), to which a kept command belongs. */
+  turnId: string | null;
+  /** How a command starts now: isolated or not (probed once per process), and which folders it sees hidden. */
+  commandSettings(): Promise<CommandSettings>;
+  kept: KeptCommands;
 }
 
 /** A call whose input passed its schema, ready to classify and run; or why the input did not pass. */
 export type PreparedCall =
-  | { ok: true; subject: string; run(context: ToolContext): Promise<string | ToolResult> }
+  | { ok: true; subject: string; outlivesCall: boolean; run(context: ToolContext): Promise<string | ToolResult> }
   | { ok: false; problems: string };
 
 export interface WorkspaceTool {
@@ -33,6 +38,8 @@ interface ToolDefinition<Schema extends z.ZodType> {
   kind: ToolKind;
   input: Schema;
   subject(input: z.output<Schema>, workspace: Workspace): string;
+  /** Whether the call leaves processes running after it returns; left out, it does not. */
+  outlivesCall?(input: z.output<Schema>): boolean;
   /** A string is a successful result; failures throw (a `ToolError` for a message written for the model). */
   run(input: z.output<Schema>, context: ToolContext): Promise<string | ToolResult>;
 }
@@ -58,7 +65,7 @@ export function defineTool<Schema extends z.ZodType>(definition: ToolDefinition<
       const parsed = definition.input.safeParse(input);
       if (!parsed.success) return { ok: false, problems: describeIssues(parsed.error) };
       const valid = parsed.data;
-      return { ok: true, subject: definition.subject(valid, workspace), run: (context) => definition.run(valid, context) };
+      return { ok: true, subject: definition.subject(valid, workspace), outlivesCall: definition.outlivesCall?.(valid) ?? false, run: (context) => definition.run(valid, context) };
     },
   };
 }

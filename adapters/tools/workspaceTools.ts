@@ -1,12 +1,15 @@
 import type { ToolCall, ToolClass, ToolExecutor, ToolResult, ToolSpec } from '../../domain/index.ts';
 import { bashTool } from './bashTool.ts';
 import { capOutput } from './capOutput.ts';
+import { type CommandSettings, KeptCommands } from './commandProcess.ts';
+import { HiddenFolders, type Isolation, isolationHere } from './commandSandbox.ts';
 import { editTool } from './editTool.ts';
 import { globTool } from './globTool.ts';
 import { grepTool } from './grepTool.ts';
 import { listTool } from './listTool.ts';
 import { readTool } from './readTool.ts';
 import { findRipgrep } from './ripgrep.ts';
+import { scrubbedEnv } from './scrubbedEnv.ts';
 import { type ToolContext, type WorkspaceTool, type WorkspaceToolName, workspaceToolNames } from './toolDefinition.ts';
 import { ToolError } from './toolError.ts';
 import { Workspace } from './workspacePath.ts';
@@ -25,6 +28,18 @@ export interface WorkspaceToolsOptions {
   env?: NodeJS.ProcessEnv;
   /** The `rg` binary; null for the JS grep. Default: `rg` on the PATH, if there. */
   ripgrep?: string | null;
+  /**
+   * Run each command in PID and mount namespaces of its own (see
+   * `commandSandbox.ts`) when this machine can; `false` runs them as plain
+   * process groups, as where it cannot (`isolation()` says which). Default true.
+   */
+  isolate?: boolean;
+  /**
+   * Folders an isolated command sees empty and read-only (turnloom's own
+   * data); one that holds the workspace is not hidden, and one moved or
+   * replaced since an earlier command stops commands until it is back.
+   */
+  hiddenPaths?: string[];
 }
 
 const tools: Record<WorkspaceToolName, WorkspaceTool> = {
@@ -74,18 +89,37 @@ function describeFailure(error: unknown, workspace: Workspace): string {
  */
 export class WorkspaceTools implements ToolExecutor {
   private readonly workspace: Workspace;
-  private readonly limits: Omit<ToolContext, 'workspace' | 'signal'>;
+  private readonly limits: Omit<ToolContext, 'workspace' | 'signal' | 'turnId'>;
+  private readonly isolate: boolean;
+  private readonly kept = new KeptCommands();
 
   constructor(options: WorkspaceToolsOptions) {
     this.workspace = new Workspace(options.root);
     const env = options.env ?? process.env;
+    this.isolate = options.isolate ?? true;
+    const hidden = new HiddenFolders(options.hiddenPaths ?? []);
     this.limits = {
       maxOutputChars: Math.max(1, options.maxOutputChars ?? 30_000),
       maxReadBytes: Math.max(1, options.maxReadBytes ?? 256 * 1024),
       bashTimeoutMs: options.bashTimeoutMs ?? 120_000,
-      env,
       ripgrep: options.ripgrep === undefined ? findRipgrep(env.PATH) : options.ripgrep,
+      commandSettings: async (): Promise<CommandSettings> => {
+        const cwd = this.workspace.realRoot;
+        const { isolated } = await this.isolation();
+        return { cwd, env: scrubbedEnv(env), isolated, hidden: isolated ? hidden.forCommandIn(cwd) : [] };
+      },
+      kept: this.kept,
     };
+  }
+
+  /**
+   * Whether commands run isolated: then one cannot see the processes of
+   * this one (nor their environment, with its keys) or the hidden paths, and
+   * everything it starts dies with this process, `kill -9` included. When
+   * not, the reason, for the one line a worker prints when it starts.
+   */
+  isolation(): Promise<Isolation> {
+    return this.isolate ? isolationHere() : Promise.resolve({ isolated: false, reason: 'turned off' });
   }
 
   specs(): ToolSpec[] {
@@ -96,10 +130,16 @@ export class WorkspaceTools implements ToolExecutor {
     const tool = toolNamed(call.name);
     if (tool === undefined) return { kind: 'command', subject: '' };
     const prepared = tool.prepare(call.input, this.workspace);
-    return { kind: tool.kind, subject: prepared.ok ? prepared.subject : '' };
+    if (!prepared.ok) return { kind: tool.kind, subject: '' };
+    return prepared.outlivesCall ? { kind: tool.kind, subject: prepared.subject, outlivesCall: true } : { kind: tool.kind, subject: prepared.subject };
   }
 
-  async execute(call: ToolCall, signal: AbortSignal): Promise<ToolResult> {
+  /** Ends what the turn's kept commands left running, and resolves once it is gone. */
+  endTurn(turnId: string): Promise<void> {
+    return this.kept.endTurn(turnId);
+  }
+
+  async execute(call: ToolCall, signal: AbortSignal, turnId?: string): Promise<ToolResult> {
     const failed = (output: string): ToolResult => ({ output: capOutput(output, this.limits.maxOutputChars), isError: true });
     if (signal.aborted) return failed('interrupted');
     const tool = toolNamed(call.name);
@@ -109,7 +149,7 @@ export class WorkspaceTools implements ToolExecutor {
     try {
       const prepared = tool.prepare(call.input, this.workspace);
       if (!prepared.ok) return failed(`invalid input for ${call.name}: ${prepared.problems}`);
-      const result = await prepared.run({ ...this.limits, workspace: this.workspace, signal });
+      const result = await prepared.run({ ...this.limits, workspace: this.workspace, signal, turnId: turnId ?? null });
       const { output, isError } = typeof result === 'string' ? { output: result, isError: false } : result;
       return { output: capOutput(output, this.limits.maxOutputChars), isError };
     } catch (error) {

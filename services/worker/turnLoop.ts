@@ -111,6 +111,14 @@ const decisions: Record<string, Decision> = { approved: 'granted', denied: 'deni
  * leaves it to the engine: a lost lease writes nothing more.
  */
 export async function runTurn(work: TurnWork): Promise<void> {
+  try {
+    await runTurnToEnd(work);
+  } finally {
+    await endTurnTools(work);
+  }
+}
+
+async function runTurnToEnd(work: TurnWork): Promise<void> {
   const { turnId, outbox, signal, options } = work;
   const view = () => work.fold.context.view!;
   const turn = (): TurnView => view().turns[turnId]!;
@@ -357,7 +365,7 @@ async function runTool(work: TurnWork, call: ToolCall, tools: ToolExecutor): Pro
   // The machines refuse a start after an interrupt; only a tool recorded as running may run.
   await reachWritten(work);
   if (partOf(work, call)?.state !== 'running.tool.executing') return;
-  const result = await untilAborted(tools.execute(call, signal), signal);
+  const result = await untilAborted(tools.execute(call, signal, turnId), signal);
   await work.outbox.record([toolOutcomeEvent(turnId, partId, call, cutToolOutput(result.output, options.maxToolOutputChars), result.isError)]);
 }
 
@@ -383,9 +391,17 @@ async function captureBefore(work: TurnWork): Promise<void> {
   }
 }
 
+/**
+ * What the turn's calls kept running ends with the turn: before the `after`
+ * checkpoint, so nothing they write escapes it, and on a way out that
+ * captures nothing (a lost lease) at the latest. Ending it twice is ending nothing.
+ */
+const endTurnTools = (work: TurnWork): Promise<void> => work.tools?.endTurn?.(work.turnId) ?? Promise.resolve();
+
 /** The work tree after a turn that changed it, with what it changed. */
 async function captureAfter(work: TurnWork): Promise<void> {
   const { checkpoints, turnId, threadId } = work;
+  await endTurnTools(work);
   await reachWritten(work);
   const before = work.fold.context.view!.turns[turnId]!.checkpoint?.before;
   if (!checkpoints || 'off' in checkpoints || !before) return;

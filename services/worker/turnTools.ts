@@ -19,6 +19,6 @@ export function turnTools(own: ToolExecutor | undefined, workspace: ToolExecutor
   return {
     specs: () => (workspace ? workspace.specs() : own.specs()),
     classify: (call) => pick(call).classify(call),
-    execute: (call, signal): Promise<ToolResult> => pick(call).execute(call, signal),
+    execute: (call, signal, turnId): Promise<ToolResult> => pick(call).execute(call, signal, turnId),
   };
 }

@@ -6,7 +6,6 @@ import type { RunReport } from '../../cli/run/embeddedRun.ts';
 import {
   type Folder,
   type RunResult,
-  alive,
   chatText,
   chatToolCall,
   git,
@@ -16,6 +15,7 @@ import {
   run,
   startRun,
 } from './runFixtures.ts';
+import { processesWith, uniqueTag } from '../support/processes.ts';
 
 const workspaceTools = ['read', 'write', 'edit', 'list', 'glob', 'grep', 'bash'];
 const writeHello = { path: 'hello.txt', content: 'hi from the model\n' };
@@ -323,18 +323,16 @@ describe('turnloom run with the scripted provider', () => {
     const workspace = repo();
     const scripts = folder();
     const script = join(scripts.path, 'sleep.json');
-    const command = 'echo $$ > bash.pid; sleep 30 & echo $! > sleep.pid; wait';
+    // Found by a unique argument: a command may see pids of its own namespace.
+    const tag = uniqueTag();
+    const sleeps = [`31.${tag}1`, `31.${tag}2`];
+    const command = `sleep ${sleeps[0]} & sleep ${sleeps[1]}`;
     writeFileSync(script, JSON.stringify({ steps: [[{ toolCall: { name: 'bash', input: { command } } }], [{ text: 'slept' }]] }));
 
     const running = start(['run', 'sleep a while', '--cwd', workspace.path, '--script', script, '--mode', 'full'], { cwd: workspace.path });
     await running.waitFor('stdout', '▸ bash');
-    // Both pids are written before the command settles into `wait`.
-    const pidFile = (name: string) => join(workspace.path, name);
-    await expect.poll(() => existsSync(pidFile('sleep.pid')) && readFileSync(pidFile('sleep.pid'), 'utf8').trim() !== '', { timeout: 20_000 }).toBe(true);
-    const bashPid = Number(readFileSync(pidFile('bash.pid'), 'utf8').trim());
-    const sleepPid = Number(readFileSync(pidFile('sleep.pid'), 'utf8').trim());
-    expect(alive(bashPid)).toBe(true);
-    expect(alive(sleepPid)).toBe(true);
+    const alive = () => sleeps.filter((argument) => processesWith(argument).length > 0);
+    await expect.poll(alive, { timeout: 20_000 }).toEqual(sleeps);
 
     const sentAt = Date.now();
     running.child.kill('SIGINT');
@@ -347,7 +345,7 @@ describe('turnloom run with the scripted provider', () => {
     expect(result.stdout).toMatch(/interrupting/);
     expect(result.stdout).toMatch(/turn interrupted/);
     expect(result.stdout).not.toContain('slept');
-    await expect.poll(() => alive(bashPid) || alive(sleepPid), { timeout: 5_000 }).toBe(false);
+    await expect.poll(alive, { timeout: 5_000 }).toEqual([]);
   });
 });
 

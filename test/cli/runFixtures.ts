@@ -181,18 +181,3 @@ export const openAiEnv = (baseURL: string): Record<string, string> => ({
   TURNLOOM_PROVIDER: 'openai-chat',
   TURNLOOM_MODEL: 'gpt-test',
 });
-
-/** Whether a process with this pid is still there (a zombie counts as gone: it runs nothing). */
-export function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-  } catch {
-    return false;
-  }
-  try {
-    const stat = execFileSync('ps', ['-o', 'stat=', '-p', String(pid)], { encoding: 'utf8' }).trim();
-    return stat !== '' && !stat.startsWith('Z');
-  } catch {
-    return false;
-  }
-}

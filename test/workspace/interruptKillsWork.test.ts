@@ -1,6 +1,5 @@
-import { existsSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { processesWith, uniqueTag } from '../support/processes.ts';
 import { type WorkspaceFixture, openWorkspaceFixture, toolSteps } from './workspaceFixture.ts';
 
 let ws: WorkspaceFixture | undefined;
@@ -9,26 +8,17 @@ afterEach(async () => {
   ws = undefined;
 });
 
-const alive = (pid: number) => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-};
-
 describe('an interrupt kills the work', () => {
   it('stops a turn running `sleep 30` promptly: its whole process group dies, and every tool call has a result', async () => {
-    // The command leaves a grandchild behind it and records every pid, so the test can look for survivors.
-    const command = 'sleep 30 & echo $! > pids.txt; echo $$ >> pids.txt; sleep 30';
+    // The command leaves a grandchild behind it; both are found by a unique argument (a command may see pids of its own namespace).
+    const tag = uniqueTag();
+    const sleeps = [`30.${tag}1`, `30.${tag}2`];
+    const command = `sleep ${sleeps[0]} & sleep ${sleeps[1]}`;
     ws = await openWorkspaceFixture(toolSteps({ name: 'bash', input: { command } }, { name: 'read', input: { path: 'a.txt' } }));
     const { threadId } = await ws.client.call('thread.create', { mode: 'full' });
     const { turnId } = await ws.client.call('turn.start', { threadId, input: { text: 'wait' } });
-    const pidsFile = join(ws.repo.path, 'pids.txt');
-    await expect.poll(() => existsSync(pidsFile) && readFileSync(pidsFile, 'utf8').trim().split('\n').length === 2, { timeout: 15_000 }).toBe(true);
-    const pids = readFileSync(pidsFile, 'utf8').trim().split('\n').map(Number);
-    expect(pids.every(alive)).toBe(true);
+    const running = () => sleeps.filter((argument) => processesWith(argument).length > 0);
+    await expect.poll(running, { timeout: 15_000 }).toEqual(sleeps);
 
     const asked = performance.now();
     await ws.client.call('turn.interrupt', { threadId, reason: 'enough' });
@@ -49,6 +39,6 @@ describe('an interrupt kills the work', () => {
     expect(tool!.tool!.output).toBeTruthy();
     expect(turn.messages[1].parts).toHaveLength(1);
     // Reaping orphans is the init process's job and takes a moment here: poll, generously.
-    await expect.poll(() => pids.filter(alive), { timeout: 15_000 }).toEqual([]);
+    await expect.poll(running, { timeout: 15_000 }).toEqual([]);
   });
 });
