@@ -51,6 +51,7 @@ interface Meta {
  * | `turnPieces` | [threadId, turnId, ownerId, field, offset] | a text piece, a tool input/output or a steered input (see `turnRows.ts`) |
  * | `summaries` | threadId                | ThreadSummary (for listing)    |
  * | `openTurns` | threadId                | turnId (what repair looks at)  |
+ * | `openReverts` | threadId              | revertId (a revert under way: repair ends it after a crash) |
  * | `receiptAges` | [at, commandId]       | 1 (receipts oldest first, for expiry) |
  * | `threadOrder` | seq of `thread.created` | threadId (listing, newest first) |
  * | `ownerThreads` | [owner or '', seq of `thread.created`] | threadId (one owner's listing) |
@@ -67,6 +68,7 @@ export class LmdbStore implements ThreadStore {
   private readonly turnPieces: Database<unknown, [string, string, ...PieceKey]>;
   private readonly summaries: Database<ThreadSummary, string>;
   private readonly openTurnIndex: Database<string, string>;
+  private readonly openRevertIndex: Database<string, string>;
   private readonly receiptAges: Database<1, [number, string]>;
   private readonly threadOrder: Database<string, number>;
   private readonly ownerThreads: Database<string, [string, number]>;
@@ -87,6 +89,7 @@ export class LmdbStore implements ThreadStore {
     this.turnPieces = this.env.openDB({ name: 'turnPieces' });
     this.summaries = this.env.openDB({ name: 'summaries' });
     this.openTurnIndex = this.env.openDB({ name: 'openTurns' });
+    this.openRevertIndex = this.env.openDB({ name: 'openReverts' });
     this.receiptAges = this.env.openDB({ name: 'receiptAges' });
     this.threadOrder = this.env.openDB({ name: 'threadOrder' });
     this.ownerThreads = this.env.openDB({ name: 'ownerThreads' });
@@ -196,8 +199,16 @@ export class LmdbStore implements ThreadStore {
     if (!head) return undefined;
     const turns: Record<string, TurnView> = {};
     for (const { key, value } of this.turns.getRange({ start: [threadId], end: [threadId, '\uffff'] })) turns[key[1]] = this.withPieces(threadId, value);
-    // Rows written before threads had a queue and a context lack them.
-    return { ...head, queue: head.queue ?? [], compaction: head.compaction ?? 'auto', context: head.context ?? null, turns };
+    // Rows written before threads had a queue, a context or reverts that hold the thread lack them.
+    return {
+      ...head,
+      queue: head.queue ?? [],
+      compaction: head.compaction ?? 'auto',
+      context: head.context ?? null,
+      revert: head.revert ?? null,
+      reverts: (head.reverts ?? []).map((revert) => ({ ...revert, saved: revert.saved ?? null })),
+      turns,
+    };
   }
 
   readTurn(threadId: string, turnId: string): TurnView | undefined {
@@ -266,6 +277,10 @@ export class LmdbStore implements ThreadStore {
     return [...this.openTurnIndex.getRange({}).map(({ key, value }) => ({ threadId: key, turnId: value }))];
   }
 
+  openReverts(): Array<{ threadId: string; revertId: string }> {
+    return [...this.openRevertIndex.getRange({}).map(({ key, value }) => ({ threadId: key, revertId: value }))];
+  }
+
   commit(batch: CommitBatch): Promise<StoredEvent[]> {
     return this.group.run(() => {
       const head = this.threads.get(batch.threadId);
@@ -289,6 +304,8 @@ export class LmdbStore implements ThreadStore {
       this.summaries.put(batch.threadId, summarize({ ...batch.head, turns: {} }));
       if (batch.head.openTurnId) this.openTurnIndex.put(batch.threadId, batch.head.openTurnId);
       else this.openTurnIndex.remove(batch.threadId);
+      if (batch.head.revert) this.openRevertIndex.put(batch.threadId, batch.head.revert.revertId);
+      else this.openRevertIndex.remove(batch.threadId);
       if (batch.snapshot) this.snapshots.put(batch.threadId, batch.snapshot);
       this.putReceipt(batch.receipt);
       return events;

@@ -27,6 +27,7 @@ export class SqliteStore implements ThreadStore {
       create table if not exists turns (thread_id text, turn_id text, data blob, primary key (thread_id, turn_id));
       create table if not exists summaries (thread_id text primary key, data blob);
       create table if not exists open_turns (thread_id text primary key, turn_id text);
+      create table if not exists open_reverts (thread_id text primary key, revert_id text);
     `);
     const head = this.db.prepare('select data from threads where thread_id = ?');
     const receipt = this.db.prepare('select data from receipts where command_id = ?');
@@ -37,6 +38,8 @@ export class SqliteStore implements ThreadStore {
     const putSummary = this.db.prepare('insert or replace into summaries (thread_id, data) values (?, ?)');
     const putOpenTurn = this.db.prepare('insert or replace into open_turns (thread_id, turn_id) values (?, ?)');
     const dropOpenTurn = this.db.prepare('delete from open_turns where thread_id = ?');
+    const putOpenRevert = this.db.prepare('insert or replace into open_reverts (thread_id, revert_id) values (?, ?)');
+    const dropOpenRevert = this.db.prepare('delete from open_reverts where thread_id = ?');
     const putSnapshot = this.db.prepare('insert or replace into snapshots (thread_id, data) values (?, ?)');
     const putReceipt = this.db.prepare('insert into receipts (command_id, at, data) values (?, ?, ?)');
     this.write = this.db.transaction((batch: CommitBatch) => {
@@ -55,6 +58,8 @@ export class SqliteStore implements ThreadStore {
       putSummary.run(batch.threadId, pack(summarize({ ...batch.head, turns: {} })));
       if (batch.head.openTurnId) putOpenTurn.run(batch.threadId, batch.head.openTurnId);
       else dropOpenTurn.run(batch.threadId);
+      if (batch.head.revert) putOpenRevert.run(batch.threadId, batch.head.revert.revertId);
+      else dropOpenRevert.run(batch.threadId);
       if (batch.snapshot) putSnapshot.run(batch.threadId, pack(batch.snapshot));
       putReceipt.run(batch.commandId, batch.receipt.at, pack(batch.receipt));
       return events;
@@ -111,6 +116,10 @@ export class SqliteStore implements ThreadStore {
 
   readSummary(threadId: string): ThreadSummary | undefined {
     return decode(this.db.prepare('select data from summaries where thread_id = ?').get(threadId));
+  }
+
+  openReverts(): Array<{ threadId: string; revertId: string }> {
+    return this.db.prepare('select thread_id, revert_id from open_reverts').all().map((row) => ({ threadId: String(row.thread_id), revertId: String(row.revert_id) }));
   }
 
   openTurns(): Array<{ threadId: string; turnId: string }> {

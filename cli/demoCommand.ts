@@ -3,6 +3,7 @@ import { join, resolve } from 'node:path';
 import { ScriptedProvider } from '../adapters/providers/scriptedProvider.ts';
 import { UsageError, parseOptions } from './cliErrors.ts';
 import { dataHome } from './dataHome.ts';
+import { terminalJson } from './terminalText.ts';
 import { readScriptFile } from './providerRegistry.ts';
 import { demoPrompt, loginRaceScript, writeLoginRaceProject } from './demo/loginRaceProject.ts';
 import { runEmbedded } from './run/embeddedRun.ts';
@@ -70,7 +71,7 @@ export async function demoCommand(args: string[]): Promise<number> {
     });
     if (values.json) {
       const { threadId, title, status, approvals, toolCalls, checkpoint, events } = report;
-      console.log(JSON.stringify({ threadId, title, status, approvals, toolCalls, checkpoint: checkpoint && { ...changesOf(checkpoint), summary: checkpoint.summary }, events }));
+      console.log(terminalJson({ threadId, title, status, approvals, toolCalls, checkpoint: checkpoint && { ...changesOf(checkpoint), summary: checkpoint.summary }, events }));
     } else {
       printSummary(report);
       if (report.checkpoint?.patch) console.log(`\n${report.checkpoint.patch}`);

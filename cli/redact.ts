@@ -1,4 +1,5 @@
 import { formatWithOptions } from 'node:util';
+import { visible } from './terminalText.ts';
 
 /**
  * Secrets this process knows (NATS passwords and tokens, API keys, auth
@@ -52,7 +53,8 @@ let installed = false;
 /**
  * Routes console.log/info/warn/error/debug through `redact`, so a secret
  * never reaches the terminal or a log file from any layer (nats.js errors,
- * the API server's own logging), not only from the lines the CLI writes.
+ * the API server's own logging), not only from the lines the CLI writes;
+ * and through `visible`, so no control sequence does either.
  */
 export function installRedactingConsole(): void {
   if (installed) return;
@@ -61,7 +63,8 @@ export function installRedactingConsole(): void {
     const original = console[method].bind(console);
     console[method] = (...args: unknown[]) => {
       const text = formatWithOptions({ colors: false }, ...args);
-      const clean = redact(text);
+      // What the CLI prints holds text from outside (model output, file names, provider errors): shown, never obeyed.
+      const clean = visible(redact(text));
       if (clean === text) original(...args);
       else original(clean);
     };

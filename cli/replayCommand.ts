@@ -1,3 +1,4 @@
+import { terminalJson } from './terminalText.ts';
 import { AnthropicProvider } from '../adapters/providers/anthropicProvider.ts';
 import { OpenAiChatProvider } from '../adapters/providers/openaiChatProvider.ts';
 import { OpenAiResponsesProvider } from '../adapters/providers/openaiResponsesProvider.ts';
@@ -153,7 +154,7 @@ export async function replayCommand(args: string[]): Promise<number> {
   if (!isWireProtocol(protocol)) throw new UsageError(`replay: unknown provider "${protocol}"; use --provider ${protocols}`);
   const result = await replayRecording(file, protocol);
   if (values.json) {
-    console.log(JSON.stringify(result, null, 2));
+    console.log(terminalJson(result, 2));
   } else {
     console.log(`turn ${result.status}; stop reason ${result.stopReason ?? '—'} (${result.rawStopReason ?? '—'}); ${result.events} events; ${result.attempts} request(s)`);
     if (result.reasoning) console.log(`\n[reasoning]\n${result.reasoning}`);

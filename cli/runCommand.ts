@@ -1,6 +1,7 @@
 import { type PermissionMode, permissionModes } from '../domain/index.ts';
 import { UsageError, integerOption, parseOptions } from './cliErrors.ts';
 import { failureHint } from './run/failureHint.ts';
+import { terminalJson } from './terminalText.ts';
 import { providersFromEnvironment, unknownProvider } from './providerRegistry.ts';
 import type { ApprovalPolicy } from './run/approvalAnswers.ts';
 import { type RunReport, runEmbedded } from './run/embeddedRun.ts';
@@ -86,7 +87,7 @@ export async function runCommand(args: string[]): Promise<number> {
     // Named at once, so a run stopped at any moment (kill -9 included) can be continued.
     onThread: (threadId) => notes.write(`thread ${threadId} · data ${dataDir}\n`),
   });
-  if (values.json) console.log(JSON.stringify(jsonReport(report)));
+  if (values.json) console.log(terminalJson(jsonReport(report)));
   else {
     printSummary(report);
     console.log(`continue this thread: turnloom run --thread ${report.threadId} "…"${values.cwd === '.' ? '' : ` --cwd ${shellQuote(values.cwd!)}`}${values.data === undefined ? '' : ` --data ${shellQuote(values.data)}`}`);

@@ -1,3 +1,4 @@
+import type { RevertedTurn } from './domainEvents.ts';
 /** Which side of a turn a checkpoint captures the work tree at. */
 export type CheckpointSide = 'before' | 'after';
 
@@ -46,6 +47,8 @@ export interface TurnCheckpoint {
   before: CapturedTree | null;
   after: CapturedTree | null;
   diff: CheckpointDiff | null;
+  /** Files the turn's tools wrote that git ignores (`.env`, say): no checkpoint holds them, and a revert leaves them as they are. */
+  uncaptured: string[];
 }
 
 /**
@@ -57,6 +60,13 @@ export interface WorkspaceCheckpoints {
   capture(threadId: string, turnId: string, side: CheckpointSide): Promise<CapturedTree>;
   /** `maxFiles` bounds the list and `maxChars` the patch; the totals count everything. */
   diff(from: string, to: string, options?: { path?: string; maxChars?: number; maxFiles?: number }): Promise<CheckpointDiff>;
-  /** Makes the work tree equal to the commit; answers what it changed, listing at most `maxFiles` of them. */
-  restore(commit: string, options?: { maxFiles?: number }): Promise<FileChanges>;
+  /**
+   * Undoes what each turn changed between its checkpoints, and nothing
+   * else; refuses with a `conflict` naming the files changed since, unless
+   * `force`. The work tree is first captured under `saveAs` (its id names a
+   * revert). Answers what changed, listing at most `maxFiles` files.
+   */
+  /** Of these files (absolute paths), those git ignores: a checkpoint does not hold them. */
+  ignored(paths: readonly string[]): Promise<string[]>;
+  undo(turns: readonly RevertedTurn[], options: { saveAs: { threadId: string; id: string }; force: boolean; maxFiles?: number }): Promise<{ changes: FileChanges; saved: CapturedTree }>;
 }

@@ -1,5 +1,5 @@
 import type { PermissionMode, PermissionRule, Permissions } from './permissions.ts';
-import type { CheckpointDiff, CheckpointSide, FileChanges } from './checkpoints.ts';
+import type { CapturedTree, CheckpointDiff, CheckpointSide, FileChanges } from './checkpoints.ts';
 import type { ProviderMessage, ToolKind } from './providerAdapter.ts';
 import type { SideTaskKind } from './sideWork.ts';
 
@@ -37,6 +37,13 @@ export type InterruptCause = 'provider' | 'deadline' | 'repair' | 'workerLost' |
 
 /** The environment a thread runs in when it names none. */
 export const DEFAULT_ENVIRONMENT = 'default';
+
+/** A turn a revert undoes, by the checkpoints around it: what changed between them is what is put back. */
+export interface RevertedTurn {
+  turnId: string;
+  before: string;
+  after: string;
+}
 
 /** Which process a worker runs in, precisely enough to tell it from a later one that reuses its pid. */
 export interface WorkerProcess {
@@ -220,12 +227,32 @@ export type DomainEvent =
       data: Record<string, unknown>;
     }
   // checkpoints of the work tree, captured and restored by the worker that serves it
-  /** The work tree before the turn's first change, or after the turn (with the turn's diff). */
-  | { type: 'checkpoint.captured'; turnId: string; side: CheckpointSide; ref: string; commit: string; diff: CheckpointDiff | null }
+  /**
+   * The work tree before the turn's first change, or after the turn (with
+   * the turn's diff, and the files its tools wrote that git ignores, which no
+   * checkpoint holds: a revert leaves them as they are).
+   */
+  | { type: 'checkpoint.captured'; turnId: string; side: CheckpointSide; ref: string; commit: string; diff: CheckpointDiff | null; uncaptured?: string[] }
   /** The workspace keeps no checkpoints (not a git repository); said once per thread. */
   | { type: 'checkpoint.unavailable'; reason: string }
-  /** The work tree was restored to the checkpoint before `turnIds[0]`: those turns are undone, and the model no longer sees them. */
-  | ({ type: 'checkpoint.reverted'; turnIds: string[]; commit: string; by: string } & FileChanges);
+  /**
+   * A revert of `turnIds` began (the first and every later turn still
+   * standing): it holds the thread (no turn begins until it ends) while a
+   * worker undoes what each of `turns` changed, between its checkpoints.
+   * Before changing anything the worker captures the work tree, a checkpoint
+   * named after `revertId`, so nothing a revert overwrites is lost.
+   */
+  | { type: 'checkpoint.revertStarted'; revertId: string; turnIds: string[]; turns: RevertedTurn[]; by: string }
+  /**
+   * The files those turns changed are back as they were before them (files
+   * nobody turn changed are untouched): the turns are undone, and the model
+   * no longer sees them. `commit` is the checkpoint before `turnIds[0]`;
+   * `saved`, the work tree just before the revert. Older logs hold this
+   * event alone, without `revertId` (the whole tree was restored then).
+   */
+  | ({ type: 'checkpoint.reverted'; turnIds: string[]; commit: string; by: string; revertId?: string; saved?: CapturedTree | null } & FileChanges)
+  /** The revert did not happen, or not whole: why, the files changed since the turns that stopped it, and the tree saved before it, if any. */
+  | { type: 'checkpoint.revertFailed'; revertId: string; reason: string; conflicts: string[]; saved: CapturedTree | null };
 
 export type DomainEventType = DomainEvent['type'];
 export type DomainEventOf<T extends DomainEventType> = Extract<DomainEvent, { type: T }>;

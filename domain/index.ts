@@ -1,7 +1,7 @@
 // The leaf of the dependency graph: the words every layer speaks (events,
 // views, errors) and the ports the outside is reached through (store, bus,
 // provider, tools). Nothing here imports anything of ours.
-export type { PartKind, Usage, ProviderChoice, WorkerProcess, ToolOutcome, InterruptCause, ActivityKind, CompactionSetting, DomainEvent, DomainEventType, DomainEventOf, StoredEvent } from './domainEvents.ts';
+export type { PartKind, Usage, ProviderChoice, WorkerProcess, RevertedTurn, ToolOutcome, InterruptCause, ActivityKind, CompactionSetting, DomainEvent, DomainEventType, DomainEventOf, StoredEvent } from './domainEvents.ts';
 export { zeroUsage, addUsage, DEFAULT_ENVIRONMENT } from './domainEvents.ts';
 export type { ThreadView, SessionView, TurnView, MessageView, PartView, ToolCallView, ApprovalView, StepView, ActivityView, ThreadSummary, QueuedTurnView, InboxItemView, ContextView } from './threadView.ts';
 export { QUEUE_PREVIEW_CHARS, isOpenPart, queuedTurnView, summarize, waitingInput } from './threadView.ts';

@@ -99,6 +99,8 @@ export interface ThreadStore {
   readSummary(threadId: string): ThreadSummary | undefined;
   /** Threads that have an open turn: what crash repair looks at. */
   openTurns(): Array<{ threadId: string; turnId: string }>;
+  /** Threads with a revert under way: after a crash, crash repair ends them. */
+  openReverts(): Array<{ threadId: string; revertId: string }>;
   /** Writes the batch atomically; resolves with the stored events once durable. */
   commit(batch: CommitBatch): Promise<StoredEvent[]>;
   /** Writes only a rejected receipt (nothing else changes). */

@@ -1,5 +1,5 @@
-import type { CompactionSetting, PartKind, ProviderChoice, ToolOutcome, Usage, WorkerProcess } from './domainEvents.ts';
-import type { FileChanges, TurnCheckpoint } from './checkpoints.ts';
+import type { CompactionSetting, PartKind, ProviderChoice, RevertedTurn, ToolOutcome, Usage, WorkerProcess } from './domainEvents.ts';
+import type { CapturedTree, FileChanges, TurnCheckpoint } from './checkpoints.ts';
 import type { PermissionMode, Permissions } from './permissions.ts';
 import type { ProviderMessage, ToolKind } from './providerAdapter.ts';
 import type { LogCursor } from './logCursor.ts';
@@ -46,8 +46,10 @@ export interface ThreadView {
   activities: ActivityView[];
   /** Why its workspace keeps no checkpoints, once a worker found out. */
   checkpointsOff: string | null;
-  /** Reverts, oldest first: which turns each undid, and what it changed. */
-  reverts: Array<{ seq: number; at: number; by: string; turnIds: string[] } & FileChanges>;
+  /** Reverts, oldest first: which turns each undid, what it changed, and the work tree saved just before it (`null` in older logs). */
+  reverts: Array<{ seq: number; at: number; by: string; turnIds: string[]; saved: CapturedTree | null } & FileChanges>;
+  /** The revert under way: it holds the thread, so no turn begins before it ends. */
+  revert: { revertId: string; turnIds: string[]; turns: RevertedTurn[]; by: string; startedAt: number } | null;
   usage: Usage;
   /** Where the log stands for the invariant checks (open turn, open step, its tool calls). */
   cursor: LogCursor;

@@ -3,7 +3,9 @@ import { assign, setup } from 'xstate';
 /**
  * The binding of a thread to a provider session. It is also the thread's turn
  * gate: a turn holds the session from `turn.begin` to `turn.end`, so a second
- * turn cannot begin while one is open.
+ * turn cannot begin while one is open; and a revert holds it from
+ * `revert.begin` to `revert.end`, so no turn writes files while a revert
+ * puts them back.
  */
 export type SessionEvent =
   | { type: 'turn.begin'; turnId: string }
@@ -13,7 +15,9 @@ export type SessionEvent =
   | { type: 'session.stopRequested'; reason: string }
   | { type: 'session.stopped' }
   | { type: 'compaction.started' }
-  | { type: 'compaction.ended' };
+  | { type: 'compaction.ended' }
+  | { type: 'revert.begin' }
+  | { type: 'revert.end' };
 
 export interface SessionContext {
   threadId: string;
@@ -30,6 +34,8 @@ export const sessionEventDescriptions: Record<SessionEvent['type'], string> = {
   'session.stopped': 'The provider confirmed the session is gone.',
   'compaction.started': 'The running turn’s context no longer fits: older turns are being summarised before it goes on.',
   'compaction.ended': 'The summary is recorded (or the attempt failed): the turn goes on, or settles.',
+  'revert.begin': 'A revert of the work tree was recorded; no turn may begin until it ends, so none writes the files it puts back.',
+  'revert.end': 'The revert ended, done or not; the provider session is let go too, since it saw turns the revert undid.',
 };
 
 export const sessionMachine = setup({
@@ -48,6 +54,8 @@ export const sessionMachine = setup({
     }),
     forgetProviderSession: assign({ providerSessionId: null }),
     recordAbandonedStart: assign({ failure: 'the turn ended before the session started' }),
+    // Past a revert the next turn starts a fresh session, so what failed before is history.
+    forgetFailure: assign({ failure: null }),
   },
 }).createMachine({
   id: 'session',
@@ -57,7 +65,7 @@ export const sessionMachine = setup({
   states: {
     idle: {
       description: 'No provider session yet; a thread that never runs a turn stays here.',
-      on: { 'turn.begin': 'starting' },
+      on: { 'turn.begin': 'starting', 'revert.begin': 'reverting' },
     },
     starting: {
       description: 'A turn is waiting while the provider session is created; if the turn ends first, the session never came up (error).',
@@ -72,9 +80,14 @@ export const sessionMachine = setup({
       description: 'The provider session is alive and no turn holds it.',
       on: {
         'turn.begin': 'running',
+        'revert.begin': { target: 'reverting', actions: 'forgetProviderSession' },
         'session.stopRequested': 'stopping',
         'session.failed': { target: 'error', actions: ['recordFailure', 'forgetProviderSession'] },
       },
+    },
+    reverting: {
+      description: 'A revert puts the work tree back; turns wait in the queue until it ends.',
+      on: { 'revert.end': 'idle' },
     },
     running: {
       description: 'A turn holds the session; another turn.begin is illegal here.',
@@ -107,6 +120,7 @@ export const sessionMachine = setup({
       on: {
         'turn.begin': 'starting',
         'turn.end': 'stopped',
+        'revert.begin': 'reverting',
       },
     },
     error: {
@@ -115,6 +129,7 @@ export const sessionMachine = setup({
         'turn.begin': 'starting',
         'turn.end': 'error',
         'session.stopRequested': 'stopped',
+        'revert.begin': { target: 'reverting', actions: 'forgetFailure' },
       },
     },
   },

@@ -1,4 +1,7 @@
-export type Which = 'before' | 'after';
+/** A turn's tree before its first change or after it, or the whole work tree just before a revert (named by the revert's id). */
+export type Which = 'before' | 'after' | 'reverted';
+
+const whiches: readonly string[] = ['before', 'after', 'reverted'];
 
 export const checkpointRefPrefix = 'refs/turnloom/checkpoints/';
 
@@ -39,7 +42,7 @@ export function parseCheckpointRefName(ref: string): { threadId: string; turnId:
   if (!ref.startsWith(checkpointRefPrefix)) return null;
   const components = ref.slice(checkpointRefPrefix.length).split('/');
   const which = components.pop();
-  if (which !== 'before' && which !== 'after') return null;
+  if (which === undefined || !whiches.includes(which)) return null;
   const ids: string[] = [];
   let id = '';
   for (const component of components) {
@@ -52,7 +55,7 @@ export function parseCheckpointRefName(ref: string): { threadId: string; turnId:
   }
   if (id !== '' || ids.length !== 2 || !ids.every((escaped) => /^(?:[A-Za-z0-9_-]|%[0-9A-F]{2})+$/.test(escaped))) return null;
   try {
-    return { threadId: decodeURIComponent(ids[0]!), turnId: decodeURIComponent(ids[1]!), which };
+    return { threadId: decodeURIComponent(ids[0]!), turnId: decodeURIComponent(ids[1]!), which: which as Which };
   } catch {
     return null;
   }

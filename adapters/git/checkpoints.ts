@@ -1,7 +1,7 @@
 import { resolve } from 'node:path';
 import { capPatch } from './capPatch.ts';
 import { checkpointRefName, checkpointRefPrefix, parseCheckpointRefName, threadRefPrefix, type Which } from './checkpointRefs.ts';
-import { type CheckpointDiff, type FileChanges, type WorkspaceCheckpoints, summarizeChanges } from '../../domain/index.ts';
+import { type CapturedTree, type CheckpointDiff, type FileChanges, type RevertedTurn, TurnloomError, type WorkspaceCheckpoints, summarizeChanges } from '../../domain/index.ts';
 import { candidatePathspecs, excludedPathspecs, excludedPaths, foldersAbove, includedPathspecs } from './dataFolders.ts';
 import { fileChangeArgs, parseFileChanges } from './fileChanges.ts';
 import { runGit, type GitOptions } from './runGit.ts';
@@ -53,7 +53,6 @@ export class Checkpoints implements WorkspaceCheckpoints {
     private readonly excludedFolders: readonly string[],
   ) {}
 
-  /** null when `dir` is not inside a git work tree (or git is missing). */
   /** The top folder of the git work tree `dir` is in; `null` when it is in none (or git is missing). */
   static async topLevel(dir: string): Promise<string | null> {
     try {
@@ -63,6 +62,7 @@ export class Checkpoints implements WorkspaceCheckpoints {
     }
   }
 
+  /** null when `dir` is not inside a git work tree (or git is missing). */
   static async open(dir: string, options: CheckpointsOptions = {}): Promise<Checkpoints | null> {
     const root = await Checkpoints.topLevel(dir);
     if (root === null) return null;
@@ -72,8 +72,13 @@ export class Checkpoints implements WorkspaceCheckpoints {
   }
 
   async capture(threadId: string, turnId: string, which: Which): Promise<CheckpointRef> {
-    const ref = checkpointRefName(threadId, turnId, which);
     const tree = await withTemporaryIndex(this.indexPath, async (env) => this.stageWorkTree(env, await this.excluded(env, { ignored: false })));
+    return this.keep(threadId, turnId, which, tree);
+  }
+
+  /** Commits `tree` (on HEAD, so it reads as a change from the branch) and keeps it under its hidden ref. */
+  private async keep(threadId: string, turnId: string, which: Which, tree: string): Promise<CheckpointRef> {
+    const ref = checkpointRefName(threadId, turnId, which);
     const head = await this.commitOrNull('HEAD');
     const parent = head === null ? [] : ['-p', head];
     // Quoted: ids may hold spaces, newlines or NUL, which an argv string cannot carry.
@@ -96,6 +101,13 @@ export class Checkpoints implements WorkspaceCheckpoints {
     return refs;
   }
 
+  async ignored(paths: readonly string[]): Promise<string[]> {
+    const found: string[] = [];
+    // One path a call: check-ignore quotes what it prints unless it reads its paths from stdin; exit 1 (no output) is "not ignored".
+    for (const path of paths) if ((await this.git(['check-ignore', '--', path], { emptyOnExit: [1] })).trim() !== '') found.push(path);
+    return found;
+  }
+
   /** Unified diff between two commit ids. */
   async diff(from: string, to: string, options: DiffOptions = {}): Promise<CheckpointDiff> {
     const [fromCommit, toCommit] = await Promise.all([this.commitId(from), this.commitId(to)]);
@@ -108,24 +120,78 @@ export class Checkpoints implements WorkspaceCheckpoints {
   }
 
   /**
-   * Makes the work tree equal to the snapshot, data folders aside (they stay
-   * as they are, whatever the snapshot holds); returns the changes that took
-   * (current state → snapshot).
+   * Undoes what `turns` changed, each between its checkpoints, and nothing
+   * else: every file one of them changed goes back to how it was before the
+   * first of them that changed it; every other file (a person's work since,
+   * a file no turn touched) stays as it is, and data folders are never
+   * touched. A file changed again since the last of those turns changed it
+   * is a conflict: nothing is changed, and the conflict names the files,
+   * unless `force`. Before changing anything, the whole work tree is
+   * captured under `saveAs` (a `reverted` checkpoint), so nothing a revert
+   * overwrites is lost.
    */
-  async restore(commit: string, options: { maxFiles?: number } = {}): Promise<FileChanges> {
-    const target = await this.commitId(commit);
+  async undo(turns: readonly RevertedTurn[], options: UndoOptions): Promise<UndoResult> {
+    const plan = await this.undoPlan(turns);
     return withTemporaryIndex(this.indexPath, async (env) => {
-      // Ignored data folders count too: a snapshot from before the folder was ignored may hold its files.
+      // Ignored data folders count too: an older checkpoint may hold files of a folder ignored since.
       const excluded = await this.excluded(env, { ignored: true });
       const current = await this.stageWorkTree(env, excluded);
-      const wanted = await this.treeWithout(target, excluded);
+      // A file where a left-out folder's parent now is would replace the folder, database and all.
+      const above = new Set(foldersAbove(excluded));
+      const left = (path: string) => above.has(path) || excluded.some((out) => path === out || path.startsWith(`${out}/`));
+      const now = await this.treeEntries(current);
+      const paths = [...plan.keys()].filter((path) => !left(path));
+      const conflicts = paths.filter((path) => !sameEntry(now.get(path), plan.get(path)!.expected));
+      if (conflicts.length > 0 && !options.force) {
+        throw new TurnloomError('conflict', `${conflicts.length === 1 ? `${conflicts[0]} was` : `${conflicts.length} files were`} changed after the turn that last changed ${conflicts.length === 1 ? 'it' : 'them'}: nothing was reverted; undo or keep those changes first, or revert with force (the work tree is saved before a forced revert)`, {
+          files: conflicts.slice(0, MAX_LISTED_CONFLICTS),
+          conflicts: conflicts.length,
+        });
+      }
+      const saved = await this.keep(options.saveAs.threadId, options.saveAs.id, 'reverted', current);
+      const wanted = await this.treeWith(current, paths.map((path) => ({ path, entry: plan.get(path)!.target })));
       const changes = parseFileChanges(await this.git([...plainDiff, ...fileChangeArgs, current, wanted]));
-      // The temporary index now matches the work tree exactly, so a reset to the snapshot rewrites only the files
-      // that differ (with their modes), deletes files the snapshot lacks along with the folders that leaves empty,
-      // and never sees ignored files unless the snapshot has one at the same path. What is left out is in neither
-      // tree, so the reset leaves it alone.
+      // The temporary index matches the work tree, and `wanted` differs from it only in the turns' files: the
+      // reset rewrites exactly those (with their modes), deletes those the turns had added, and leaves the rest.
       await this.git(['read-tree', '--reset', '-u', wanted], { env });
-      return summarizeChanges(changes, options.maxFiles ?? DEFAULT_MAX_FILES);
+      return { changes: summarizeChanges(changes, options.maxFiles ?? DEFAULT_MAX_FILES), saved: { ref: saved.ref, commit: saved.commit } };
+    });
+  }
+
+  /** For every file the turns changed: how the first that changed it found it, and how the last left it. */
+  private async undoPlan(turns: readonly RevertedTurn[]): Promise<Map<string, { target: TreeEntry | null; expected: TreeEntry | null }>> {
+    const plan = new Map<string, { target: TreeEntry | null; expected: TreeEntry | null }>();
+    for (const turn of turns) {
+      const [before, after] = await Promise.all([this.commitId(turn.before), this.commitId(turn.after)]);
+      for (const change of parseRawDiff(await this.git(['diff', '--raw', '--no-abbrev', '-z', '--no-renames', '--no-ext-diff', '--no-textconv', before, after]))) {
+        const known = plan.get(change.path);
+        plan.set(change.path, { target: known ? known.target : change.before, expected: change.after });
+      }
+    }
+    return plan;
+  }
+
+  /** Every file of a tree, by path. */
+  private async treeEntries(tree: string): Promise<Map<string, TreeEntry>> {
+    const entries = new Map<string, TreeEntry>();
+    for (const { mode, type, object, path } of parseTreeEntries(await this.git(['ls-tree', '-r', '-z', '--full-tree', tree]))) {
+      if (type !== 'tree') entries.set(path, { mode, object });
+    }
+    return entries;
+  }
+
+  /** `tree` with these files set (or removed, for `null`). */
+  private async treeWith(tree: string, files: ReadonlyArray<{ path: string; entry: TreeEntry | null }>): Promise<string> {
+    return withTemporaryIndex(null, async (env) => {
+      await this.git(['read-tree', tree], { env });
+      const removed = files.filter(({ entry }) => entry === null).map(({ path }) => path);
+      const set = files.filter((file): file is { path: string; entry: TreeEntry } => file.entry !== null);
+      // In batches: a turn may have changed more files than one command line holds.
+      for (let at = 0; at < removed.length; at += ARGS_PER_CALL) await this.git(['update-index', '--force-remove', '--', ...removed.slice(at, at + ARGS_PER_CALL)], { env });
+      for (let at = 0; at < set.length; at += ARGS_PER_CALL) {
+        await this.git(['update-index', '--add', ...set.slice(at, at + ARGS_PER_CALL).flatMap(({ path, entry }) => ['--cacheinfo', `${entry.mode},${entry.object},${path}`])], { env });
+      }
+      return (await this.git(['write-tree'], { env })).trim();
     });
   }
 
@@ -154,16 +220,6 @@ export class Checkpoints implements WorkspaceCheckpoints {
     return excluded.filter((path) => listed.some((entry) => entry === path || entry.startsWith(`${path}/`)));
   }
 
-  /** The snapshot's tree without what is left out, nor a file where a left-out folder's parent is. */
-  private async treeWithout(commit: string, excluded: string[]): Promise<string> {
-    return withTemporaryIndex(null, async (env) => {
-      await this.git(['read-tree', commit], { env });
-      const above = foldersAbove(excluded);
-      const inTheWay = above.length === 0 ? [] : parseTreeEntries(await this.git(['--literal-pathspecs', 'ls-tree', '-z', commit, '--', ...above])).filter(({ type, path }) => type !== 'tree' && above.includes(path));
-      await this.git(['rm', '--cached', '-r', '-q', '-f', '--ignore-unmatch', '--', ...excludedPathspecs(excluded), ...inTheWay.map(({ path }) => `:(literal)${path}`)], { env });
-      return (await this.git(['write-tree'], { env })).trim();
-    });
-  }
 
   private async commitId(id: string): Promise<string> {
     const commit = commitIdPattern.test(id) ? await this.commitOrNull(id) : null;
@@ -181,13 +237,57 @@ export class Checkpoints implements WorkspaceCheckpoints {
   }
 }
 
+/** One file of a tree: its mode and its blob (or, for a submodule, its commit). */
+interface TreeEntry {
+  mode: string;
+  object: string;
+}
+
+export interface UndoOptions {
+  /** Where the work tree is captured before anything changes: a `reverted` checkpoint of this thread, named by this id (the revert's). */
+  saveAs: { threadId: string; id: string };
+  /** Revert the files changed since, too (they are in the saved tree). */
+  force: boolean;
+  maxFiles?: number;
+}
+
+export interface UndoResult {
+  changes: FileChanges;
+  saved: CapturedTree;
+}
+
+/** A conflict names at most this many files (and says how many there are). */
+const MAX_LISTED_CONFLICTS = 100;
+/** Paths per git command line when many files change at once. */
+const ARGS_PER_CALL = 500;
+
+const missing = /^0+$/;
+
+const sameEntry = (a: TreeEntry | null | undefined, b: TreeEntry | null): boolean => (a ?? null) === null ? b === null : b !== null && a!.mode === b.mode && a!.object === b.object;
+
+/** Reads `git diff --raw -z --no-renames`: `:<old mode> <new mode> <old object> <new object> <status>\0<path>\0` records. */
+function parseRawDiff(output: string): Array<{ path: string; before: TreeEntry | null; after: TreeEntry | null }> {
+  const fields = output.split('\0');
+  const changes: Array<{ path: string; before: TreeEntry | null; after: TreeEntry | null }> = [];
+  for (let at = 0; at + 1 < fields.length; at += 2) {
+    const [oldMode = '', newMode = '', oldObject = '', newObject = ''] = fields[at]!.slice(1).split(' ');
+    changes.push({
+      path: fields[at + 1]!,
+      before: missing.test(oldObject) ? null : { mode: oldMode, object: oldObject },
+      after: missing.test(newObject) ? null : { mode: newMode, object: newObject },
+    });
+  }
+  return changes;
+}
+
 /** Reads `git ls-tree -z`: `<mode> <type> <object>\t<path>` records. */
-function parseTreeEntries(output: string): Array<{ type: string; path: string }> {
+function parseTreeEntries(output: string): Array<{ mode: string; type: string; object: string; path: string }> {
   return output
     .split('\0')
     .filter((record) => record !== '')
     .map((record) => {
       const tab = record.indexOf('\t');
-      return { type: record.slice(0, tab).split(' ')[1] ?? '', path: record.slice(tab + 1) };
+      const [mode = '', type = '', object = ''] = record.slice(0, tab).split(' ');
+      return { mode, type, object, path: record.slice(tab + 1) };
     });
 }

@@ -8,6 +8,7 @@ import { openStore } from '../openStore.ts';
 import { tempFolder } from '../tempFolder.ts';
 import type { WorkspaceSetup } from '../workspaceSetup.ts';
 import { type ApprovalPolicy, type LineSource, answerApproval, lineSource } from './approvalAnswers.ts';
+import { visible } from '../terminalText.ts';
 import { TerminalView } from './terminalView.ts';
 import { TurnProgress } from './turnProgress.ts';
 
@@ -103,7 +104,7 @@ export async function runEmbedded(request: RunRequest): Promise<RunReport> {
     request.onThread?.(threadId);
     const watch = await client.watchThread(threadId, { via: 'subjects' });
     const view = request.view ? new TerminalView(request.view.out, request.view.tty) : null;
-    const say = (line: string) => (view ? view.line(line) : request.prompts.write(`${line}\n`));
+    const say = (line: string) => (view ? view.line(line) : request.prompts.write(`${visible(line)}\n`));
     const { turnId: firstTurnId } = await client.call('turn.start', {
       threadId,
       input: { text: request.prompt },

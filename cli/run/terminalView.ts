@@ -1,3 +1,4 @@
+import { visible } from '../terminalText.ts';
 import type { Progress } from './turnProgress.ts';
 
 const frames = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'];
@@ -35,7 +36,8 @@ export class TerminalView {
           if (progress.kind === 'reasoning') this.write(this.tty ? '' : '(thinking) ');
         }
         this.lastPart = progress.partId;
-        this.write(progress.kind === 'reasoning' && this.tty ? `\x1b[2m${progress.text}\x1b[22m` : progress.text);
+        const text = visible(progress.text);
+        this.write(progress.kind === 'reasoning' && this.tty ? `\x1b[2m${text}\x1b[22m` : text);
         return;
       }
       case 'toolStarted':
@@ -49,7 +51,7 @@ export class TerminalView {
         const took = started === undefined ? '' : `  ${seconds(this.now() - started)}`;
         this.stopSpinner();
         this.lastPart = progress.partId;
-        const detail = progress.ok ? '' : `: ${lastLine(progress.detail)}`;
+        const detail = progress.ok ? '' : `: ${visible(lastLine(progress.detail))}`;
         this.line(`${progress.ok ? '✓' : '✗'} ${progress.label}${took}${detail}`);
         return;
       }
@@ -64,11 +66,11 @@ export class TerminalView {
     }
   }
 
-  /** A line of its own, after whatever was being typed. */
+  /** A line of its own, after whatever was being typed; any control in it is shown, not obeyed. */
   line(text: string): void {
     this.stopSpinner();
     if (!this.atLineStart) this.write('\n');
-    if (text !== '') this.write(`${text}\n`);
+    if (text !== '') this.write(`${visible(text)}\n`);
   }
 
   close(): void {

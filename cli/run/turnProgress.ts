@@ -1,4 +1,5 @@
 import type { ApprovalView, PartView, TurnView } from '../../domain/index.ts';
+import { visible } from '../terminalText.ts';
 
 /** What a terminal shows next of a running turn. */
 export type Progress =
@@ -21,8 +22,8 @@ const ended = (part: PartView) => ['completed', 'error', 'interrupted'].includes
 export function toolLabel(name: string, input: unknown): string {
   const fields = (input ?? {}) as Record<string, unknown>;
   const subject = [fields.command, fields.path, fields.pattern].find((value) => typeof value === 'string') as string | undefined;
-  const oneLine = subject?.replace(/\s+/g, ' ');
-  return oneLine ? `${name} ${oneLine.length > 80 ? `${oneLine.slice(0, 79)}…` : oneLine}` : name;
+  const oneLine = subject === undefined ? undefined : visible(subject.replace(/\s+/g, ' '));
+  return visible(oneLine ? `${name} ${oneLine.length > 80 ? `${oneLine.slice(0, 79)}…` : oneLine}` : name);
 }
 
 /**

@@ -1,7 +1,8 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { isInbox } from '../../bus/index.ts';
-import { type FileChanges, type ListedThread, type ProviderChoice, TurnloomError, fitEvent, jsonBytes, summarizeChanges } from '../../domain/index.ts';
-import { revertScope } from '../engine/revertScope.ts';
+import { type ListedThread, type ProviderChoice, TurnloomError, fitEvent, jsonBytes, summarizeChanges } from '../../domain/index.ts';
+import { runRevert } from './revertFlow.ts';
+import type { WorkerDirectory } from './workerDirectory.ts';
 import { startOutcome } from '../engine/turnQueue.ts';
 import { patchOfFile } from './checkpointPatch.ts';
 import type { Engine, SubmitOptions } from '../engine/engine.ts';
@@ -10,7 +11,6 @@ import { type ApiResults, EVENT_ENVELOPE_BYTES, type PendingApproval, type WireE
 import type { ApiMethod, ApiParams } from './apiSchemas.ts';
 import type { Principal, Scope } from './auth.ts';
 import { decodeCursor, decodePosition, encodeCursor, takePage } from './paging.ts';
-import type { WorkerInfo } from '../dispatch/workerRegistry.ts';
 import type { ThreadWatches } from './threadWatches.ts';
 import { olderTurns, threadWindow } from './threadWindow.ts';
 
@@ -30,12 +30,6 @@ export interface ApiContext {
   service: { name: string; version: string; instance: string; startedAt: number };
 }
 
-export interface WorkerDirectory {
-  workers(): WorkerInfo[];
-  liveWorkers(environment: string): number;
-  /** Has a worker of the environment restore its work tree to `commit`; answers what changed. */
-  restore(environment: string, request: { threadId: string; turnId: string; commit: string }): Promise<FileChanges>;
-}
 
 interface Handler<M extends ApiMethod> {
   /** `null`: anyone may call it (health). */
@@ -282,15 +276,13 @@ export const apiHandlers: { [M in ApiMethod]: Handler<M> } = {
   },
   'checkpoint.revert': {
     scope: 'operate',
-    // The files live with the workers: one of the thread's environment restores them, then the log records what it did.
+    // The log holds the revert before any file changes (and so the thread, which no turn may take meanwhile); the files live with the workers.
     handle: async ({ engine, principal, workers }, params) => {
-      const view = await readableThread(engine, principal, params.threadId);
-      const { commit } = revertScope(view, params.checkpointId);
-      const changes = await workers.restore(view.environment, { threadId: params.threadId, turnId: params.checkpointId, commit });
-      return engine.submit(
-        { type: 'checkpoint.revert', commandId: commandIdOf(params), threadId: params.threadId, turnId: params.checkpointId, commit, changes, by: principal.name },
-        idOrigin(params),
-      );
+      await readableThread(engine, principal, params.threadId);
+      const started = await engine.submit({ type: 'checkpoint.revert', commandId: commandIdOf(params), threadId: params.threadId, turnId: params.checkpointId, by: principal.name }, idOrigin(params));
+      const event = engine.readEvents(params.threadId, started.fromThreadSeq - 1, 1)[0]?.event;
+      if (event?.type !== 'checkpoint.revertStarted') throw new TurnloomError('internal', `checkpoint.revert wrote ${event?.type ?? 'nothing'}`);
+      return runRevert(engine, workers, params.threadId, event, params.force);
     },
   },
   'session.stop': {

@@ -9,6 +9,9 @@ export interface MutationResult extends CommandResult {
   turnId?: string;
 }
 
+/** What `checkpoint.revert` answers once the revert is done: what it changed, and where the work tree before it is kept. */
+export type RevertResult = MutationResult & FileChanges & { revertId: string; saved: CapturedTree };
+
 /** A turn that changed the work tree, as `checkpoint.list` shows it; its id is the turn's; its changes are none until the turn ends. */
 export interface CheckpointSummary extends FileChanges {
   checkpointId: string;
@@ -64,7 +67,7 @@ export interface ApiResults {
   /** `off`: why the workspace keeps no checkpoints, when a worker said so. */
   'checkpoint.list': { checkpoints: CheckpointSummary[]; off: string | null };
   'checkpoint.diff': CheckpointDiff & { checkpointId: string };
-  'checkpoint.revert': MutationResult;
+  'checkpoint.revert': RevertResult;
   'session.stop': MutationResult;
   'worker.list': { workers: WorkerInfo[] };
   health: { status: 'ok'; service: string; version: string; instance: string; uptimeMs: number; loadedThreads: number };

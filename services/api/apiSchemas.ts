@@ -99,7 +99,14 @@ export const apiParams = {
       path: z.string().min(1).max(4_096).optional().describe('Only this file'),
     })
     .strict(),
-  'checkpoint.revert': z.object({ commandId, threadId: id, checkpointId: id.describe('A turn id: the files go back to before it; it and every later turn are undone') }).strict(),
+  'checkpoint.revert': z
+    .object({
+      commandId,
+      threadId: id,
+      checkpointId: id.describe('A turn id: what it and every later turn still standing changed goes back to how it was before them; nothing else is touched'),
+      force: z.boolean().default(false).describe('Revert files changed since those turns too (refused with conflict otherwise); the work tree is saved before any revert'),
+    })
+    .strict(),
   'session.stop': z.object({ commandId, threadId: id, reason: z.string().max(1_000).default('stopped by the user') }).strict(),
   'worker.list': z.object({}).strict(),
   health: z.object({}).strict(),

@@ -1,5 +1,5 @@
 import { JSON_TYPE, type Subjects, contentTypeOf, decode, encode } from '../../bus/index.ts';
-import { type Bus, BusError, type BusMessage, type BusSubscription, type ErrorBody, type FileChanges, type StoredEvent, TurnloomError, type WorkerProcess } from '../../domain/index.ts';
+import { type Bus, BusError, type BusMessage, type BusSubscription, type ErrorBody, type StoredEvent, TurnloomError, type WorkerProcess } from '../../domain/index.ts';
 import { type ApiContext, apiHandlers } from '../api/apiHandlers.ts';
 import type { Principal } from '../api/auth.ts';
 import { replyBudgetFor } from '../api/apiServer.ts';
@@ -15,13 +15,14 @@ import {
   type HelloAnswer,
   type LeaseProof,
   type Offer,
-  type RestoreRequest,
+  type RevertAnswer,
+  type RevertTask,
   type SideWorkRequest,
   claimSchema,
   helloSchema,
   leasedReadSchemas,
   recordSchema,
-  restoreAnswerSchema,
+  revertAnswerSchema,
   settleSchema,
   sideWorkSchema,
 } from './workerProtocol.ts';
@@ -64,6 +65,7 @@ const leaseKey = (threadId: string, turnId: string) => `${threadId}/${turnId}`;
 export class WorkerGateway {
   private readonly registry: WorkerRegistry;
   private readonly leases = new Map<string, HeldLease>();
+  private readonly reverts = new Map<string, Promise<RevertAnswer>>();
   private readonly inflight = new Inflight('workers');
   private readonly options: Required<WorkerGatewayOptions>;
   private subscription: BusSubscription | undefined;
@@ -122,11 +124,23 @@ export class WorkerGateway {
     return this.registry.liveIn(environment, this.options.now());
   }
 
-  /** Has one worker of the environment put its work tree back to a checkpoint; answers what that changed. */
-  async restore(environment: string, request: Omit<RestoreRequest, 'task'>, timeoutMs = 120_000): Promise<FileChanges> {
+  /**
+   * Has one worker of the environment undo what a revert's turns changed;
+   * answers what that changed and where the tree before it was saved. One
+   * run per revert: a client retrying while it runs waits for the same one.
+   */
+  revert(environment: string, task: Omit<RevertTask, 'task'>, timeoutMs = 120_000): Promise<RevertAnswer> {
+    const running = this.reverts.get(task.revertId);
+    if (running) return running;
+    const run = this.askRevert(environment, task, timeoutMs).finally(() => this.reverts.delete(task.revertId));
+    this.reverts.set(task.revertId, run);
+    return run;
+  }
+
+  private async askRevert(environment: string, task: Omit<RevertTask, 'task'>, timeoutMs: number): Promise<RevertAnswer> {
     let reply: BusMessage;
     try {
-      reply = await this.bus.request(this.subjects.workspaceTasks(environment), encode({ task: 'restore', ...request }, JSON_TYPE), {
+      reply = await this.bus.request(this.subjects.workspaceTasks(environment), encode({ task: 'revert', ...task } satisfies RevertTask, JSON_TYPE), {
         headers: { 'content-type': JSON_TYPE },
         timeoutMs,
       });
@@ -135,15 +149,15 @@ export class WorkerGateway {
       throw new TurnloomError(
         'unavailable',
         error.kind === 'timeout'
-          ? `the worker restoring environment "${environment}" did not answer in ${timeoutMs} ms; its files may be partly restored`
-          : `no worker of environment "${environment}" with checkpoints is up to restore its files`,
+          ? `the worker reverting files of environment "${environment}" did not answer in ${timeoutMs} ms; its files may be partly put back`
+          : `no worker of environment "${environment}" with checkpoints is up to revert its files`,
         { environment },
       );
     }
     const answer = decode(reply.data, contentTypeOf(reply.headers, reply.data)) as { result: unknown } | { error: ErrorBody };
     if ('error' in answer) throw TurnloomError.fromJSON(answer.error);
-    const parsed = restoreAnswerSchema.safeParse(answer.result);
-    if (!parsed.success) throw new TurnloomError('unavailable', `the worker's answer to a restore could not be read: ${parsed.error.message}`, { environment });
+    const parsed = revertAnswerSchema.safeParse(answer.result);
+    if (!parsed.success) throw new TurnloomError('unavailable', `the worker's answer to a revert could not be read: ${parsed.error.message}`, { environment });
     return parsed.data;
   }
 

@@ -32,6 +32,8 @@ const usage = z.object({ input: z.number().int().min(0), output: z.number().int(
 const turnId = id;
 const partId = id;
 const commitId = z.string().regex(/^[0-9a-f]{40,64}$/, 'must be a git object id');
+/** A checkpoint names at most this many files it could not hold. */
+export const MAX_UNCAPTURED = 100;
 const fileChange = z
   .object({
     path: z.string().min(1).max(4_096),
@@ -150,6 +152,7 @@ export const workerEventSchema: z.ZodType<WorkerEvent> = z.union([
     ref: z.string().min(1).max(2_048),
     commit: commitId,
     diff: z.object({ ...fileChanges, patch: text, truncated: z.boolean() }).strict().nullable(),
+    uncaptured: z.array(z.string().min(1).max(4_096)).max(MAX_UNCAPTURED).optional(),
   }),
   event('checkpoint.unavailable', { reason: text }),
 ]) as unknown as z.ZodType<WorkerEvent>;
@@ -261,8 +264,21 @@ export interface Offer {
   turnId: string;
 }
 
-/** The engine asks a worker of the thread's environment to put the work tree back to a checkpoint, on `<p>.v1.work.task.<environment>`. */
-export const restoreSchema = z.object({ task: z.literal('restore'), threadId: id, turnId, commit: commitId }).strict();
-export type RestoreRequest = z.output<typeof restoreSchema>;
-export const restoreAnswerSchema = z.object(fileChanges).strict();
-export type RestoreAnswer = z.output<typeof restoreAnswerSchema>;
+/**
+ * The engine asks a worker of the thread's environment, on
+ * `<p>.v1.work.task.<environment>`, to undo what the revert's turns changed
+ * (each between its checkpoints): see `WorkspaceCheckpoints.undo`.
+ */
+export const revertTaskSchema = z
+  .object({
+    task: z.literal('revert'),
+    threadId: id,
+    revertId: id,
+    turns: z.array(z.object({ turnId, before: commitId, after: commitId }).strict()).min(1).max(10_000),
+    force: z.boolean(),
+  })
+  .strict();
+export type RevertTask = z.output<typeof revertTaskSchema>;
+const capturedTree = z.object({ ref: z.string().min(1).max(4_096), commit: commitId }).strict();
+export const revertAnswerSchema = z.object({ changes: z.object(fileChanges).strict(), saved: capturedTree }).strict();
+export type RevertAnswer = z.output<typeof revertAnswerSchema>;

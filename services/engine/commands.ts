@@ -1,4 +1,4 @@
-import type { CompactionSetting, DomainEvent, FileChanges, PermissionMode, PermissionRule, Permissions, ProviderChoice, Refusal, SideTaskReport, WorkerProcess } from '../../domain/index.ts';
+import type { CapturedTree, CompactionSetting, DomainEvent, FileChanges, PermissionMode, PermissionRule, Permissions, ProviderChoice, Refusal, SideTaskReport, WorkerProcess } from '../../domain/index.ts';
 
 export type { Refusal };
 import type { TurnOutcome } from './settleTurn.ts';
@@ -52,8 +52,8 @@ export type ClientCommand =
       note: string | null;
     }
   | { type: 'session.stop'; commandId: string; threadId: string; reason: string }
-  /** The worker restored `commit` (the checkpoint before `turnId`), changing `files`: the log records it and undoes the turns from `turnId` on. */
-  | { type: 'checkpoint.revert'; commandId: string; threadId: string; turnId: string; commit: string; changes: FileChanges; by: string };
+  /** Undo turn `turnId` and every later one still standing: recorded first, holding the thread, then done by a worker (`checkpoint.finishRevert`). */
+  | { type: 'checkpoint.revert'; commandId: string; threadId: string; turnId: string; by: string };
 
 /**
  * What the system itself submits: ingestion of provider output, deadlines,
@@ -133,6 +133,25 @@ export type SystemCommand =
       reason: string;
     }
   | {
+      /** A worker undid what the revert's turns changed: the log records it, and the thread is free again. */
+      type: 'checkpoint.finishRevert';
+      commandId: string;
+      threadId: string;
+      revertId: string;
+      changes: FileChanges;
+      saved: CapturedTree;
+    }
+  | {
+      /** The revert did not happen (a conflict, no worker, an error), or a restart cut it short: why, and the thread is free again. */
+      type: 'checkpoint.abandonRevert';
+      commandId: string;
+      threadId: string;
+      revertId: string;
+      reason: string;
+      conflicts: string[];
+      saved: CapturedTree | null;
+    }
+  | {
       /** What a worker's side work for a completed turn came to: recorded as an activity, and applied while it still may be. */
       type: 'sideWork.record';
       commandId: string;
@@ -158,6 +177,8 @@ const systemCommandTypes: ReadonlySet<Command['type']> = new Set<SystemCommand['
   'session.confirmStopped',
   'turn.repair',
   'sideWork.record',
+  'checkpoint.finishRevert',
+  'checkpoint.abandonRevert',
 ]);
 
 /** What the system submits (worker output, deadlines, repair) rather than a client. */

@@ -23,6 +23,13 @@ function findApproval(draft: ThreadDraft, approvalId: string) {
   throw new TurnloomError('not_found', `approval ${approvalId} not found in thread ${draft.threadId}`, { approvalId });
 }
 
+/** The revert under way, which must be this one: a late or repeated end of another one changes nothing. */
+function requireRevert(draft: ThreadDraft, revertId: string): NonNullable<ThreadDraft['view']['revert']> {
+  const revert = draft.view.revert;
+  if (revert?.revertId !== revertId) throw conflict(`revert ${revertId} is not under way${revert ? ` (${revert.revertId} is)` : ''}`, { revertId });
+  return revert;
+}
+
 function requireOpenTurn(draft: ThreadDraft, turnId: string, event: string): void {
   if (draft.view.openTurnId !== turnId) throw new IllegalTransition('turn', draft.view.turns[turnId]?.state ?? 'absent', event, turnId);
 }
@@ -157,6 +164,7 @@ function decideCommand(command: Command, draft: ThreadDraft): Refusal[] {
     case 'thread.archive':
       requireActive(draft);
       if (draft.view.openTurnId) throw conflict(`thread ${draft.threadId} has an open turn; interrupt it first`, { turnId: draft.view.openTurnId });
+      if (draft.view.revert) throw conflict(`thread ${draft.threadId} is being reverted; wait for the revert to end`, { revertId: draft.view.revert.revertId });
       draft.emit({ type: 'thread.archived' });
       return [];
     case 'turn.start':
@@ -187,12 +195,21 @@ function decideCommand(command: Command, draft: ThreadDraft): Refusal[] {
       return [];
     case 'checkpoint.revert': {
       requireActive(draft);
-      const { turnIds, commit } = revertScope(draft.view, command.turnId);
-      // The files were restored to what the API looked up; a different commit means the thread moved on in between.
-      if (commit !== command.commit) throw new TurnloomError('conflict', `turn ${command.turnId}'s checkpoint is ${commit}, not ${command.commit}`, { turnId: command.turnId });
-      draft.emit({ type: 'checkpoint.reverted', turnIds, commit: command.commit, by: command.by, ...command.changes });
+      const { turnIds, turns } = revertScope(draft.view, command.turnId);
+      // Named by its place in the log: one revert per event, and the same on every retry of the command.
+      draft.emit({ type: 'checkpoint.revertStarted', revertId: `revert-${draft.view.seq + 1}`, turnIds, turns, by: command.by });
       return [];
     }
+    case 'checkpoint.finishRevert': {
+      const revert = requireRevert(draft, command.revertId);
+      const commit = draft.view.turns[revert.turnIds[0]!]!.checkpoint!.before!.commit;
+      draft.emit({ type: 'checkpoint.reverted', revertId: revert.revertId, turnIds: revert.turnIds, commit, by: revert.by, saved: command.saved, ...command.changes });
+      return [];
+    }
+    case 'checkpoint.abandonRevert':
+      requireRevert(draft, command.revertId);
+      draft.emit({ type: 'checkpoint.revertFailed', revertId: command.revertId, reason: command.reason, conflicts: command.conflicts, saved: command.saved });
+      return [];
     case 'turn.record': {
       const foreign = command.events.find((event) => !workerMayRecord(event, command.turnId));
       if (foreign) throw new TurnloomError('invalid_payload', `turn.record for ${command.turnId} carries ${foreign.type}, which a worker may not record`, { event: foreign.type });

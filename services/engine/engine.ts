@@ -369,6 +369,11 @@ export class Engine {
     return this.store.openTurns();
   }
 
+  /** Threads with a revert under way, as the store knows them. */
+  listOpenReverts(): Array<{ threadId: string; revertId: string }> {
+    return this.store.openReverts();
+  }
+
   /**
    * Each open turn's row, a batch at a time with other work let in between:
    * what services read on start (after a crash, every open turn) must not

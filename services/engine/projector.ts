@@ -36,6 +36,7 @@ export function emptyThreadView(threadId: string, at: number): ThreadView {
     activities: [],
     checkpointsOff: null,
     reverts: [],
+    revert: null,
     usage: zeroUsage(),
     cursor: emptyCursor(),
   };
@@ -375,19 +376,27 @@ function applyContent(view: ThreadView, event: DomainEvent, at: number, seq: num
     }
     case 'checkpoint.captured':
       return mapTurn(view, event.turnId, (turn) => {
-        const checkpoint = turn.checkpoint ?? { before: null, after: null, diff: null };
+        const checkpoint = { before: null, after: null, diff: null, ...turn.checkpoint, uncaptured: turn.checkpoint?.uncaptured ?? [] };
         const tree = { ref: event.ref, commit: event.commit };
-        return { ...turn, checkpoint: event.side === 'before' ? { ...checkpoint, before: tree } : { ...checkpoint, after: tree, diff: recordedDiff(event.diff) } };
+        return {
+          ...turn,
+          checkpoint: event.side === 'before' ? { ...checkpoint, before: tree } : { ...checkpoint, after: tree, diff: recordedDiff(event.diff), uncaptured: event.uncaptured ?? [] },
+        };
       });
     case 'checkpoint.unavailable':
       return { ...view, checkpointsOff: event.reason };
+    case 'checkpoint.revertStarted':
+      return { ...view, revert: { revertId: event.revertId, turnIds: event.turnIds, turns: event.turns, by: event.by, startedAt: at } };
+    case 'checkpoint.revertFailed':
+      return { ...view, revert: null };
     case 'checkpoint.reverted': {
       // A window holds only its newest turns: those it holds are marked, the others are marked in the store's rows.
       for (const turnId of event.turnIds) {
         const turn = view.turns[turnId];
         if (turn) view.turns[turnId] = { ...turn, revertedAt: seq };
       }
-      return { ...view, reverts: [...view.reverts, { seq, at, by: event.by, turnIds: event.turnIds, ...recordedChanges(event) }] };
+      const revert = { seq, at, by: event.by, turnIds: event.turnIds, saved: event.saved ?? null, ...recordedChanges(event) };
+      return { ...view, revert: null, reverts: [...view.reverts, revert] };
     }
   }
 }

@@ -28,7 +28,6 @@ export function routeEvent(event: DomainEvent): Delivery[] {
     case 'activity.recorded':
     case 'checkpoint.captured':
     case 'checkpoint.unavailable':
-    case 'checkpoint.reverted':
     // A summary comes after its turn settled: no lifecycle is left to tell.
     case 'turn.summarized':
     // Who holds a turn is the engine's business, not a lifecycle's: leases are checked in decide.
@@ -39,6 +38,13 @@ export function routeEvent(event: DomainEvent): Delivery[] {
     // A queued turn is an entry in the thread's queue until it is requested; it has no actor yet.
     case 'turn.queued':
       return [];
+    case 'checkpoint.revertStarted':
+      return [session({ type: 'revert.begin' })];
+    case 'checkpoint.revertFailed':
+      return [session({ type: 'revert.end' })];
+    // Older logs record a revert with this one event, which no lifecycle heard of.
+    case 'checkpoint.reverted':
+      return event.revertId === undefined ? [] : [session({ type: 'revert.end' })];
     case 'input.steered':
       return [turn(event.turnId, { type: 'input.steered' })];
     case 'input.claimed':

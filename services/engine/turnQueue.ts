@@ -40,8 +40,8 @@ function requireNewTurnId(draft: ThreadDraft, turnId: string): void {
 }
 
 /**
- * `turn.start` by its input policy. With no turn open (and none waiting) the
- * turn is requested; otherwise `queue` puts it at the back of the thread's
+ * `turn.start` by its input policy. With no turn open (and none waiting, and
+ * no revert under way) the turn is requested; otherwise `queue` puts it at the back of the thread's
  * queue, `interrupt` asks the open turn to stop and puts it first, and
  * `steer` hands the input to the open turn's inbox (queued instead when the
  * open turn is already stopping, since no further step will claim it).
@@ -56,7 +56,8 @@ export function startTurn(draft: ThreadDraft, command: Extract<Command, { type: 
   };
   if (openTurnId === null) {
     requireNewTurnId(draft, turnId);
-    if (draft.view.queue.length === 0) draft.emit({ type: 'turn.requested', turnId, input, provider, mode });
+    // A revert holds the thread: the input waits for it, first in line, and runs on the files as the revert left them.
+    if (draft.view.queue.length === 0 && draft.view.revert === null) draft.emit({ type: 'turn.requested', turnId, input, provider, mode });
     else queue('back');
     return;
   }

@@ -29,8 +29,9 @@ export class CrashRepair {
     private readonly options: CrashRepairOptions = {},
   ) {}
 
-  /** Resolves with the number of turns repaired; one that cannot be is logged and stays open. */
+  /** Resolves with the number of turns repaired; one that cannot be is logged and stays open. Reverts the dead process left running are ended too. */
   async run(): Promise<number> {
+    await this.endReverts();
     const queue = this.engine.listOpenTurns();
     let repaired = 0;
     const lane = async () => {
@@ -42,6 +43,30 @@ export class CrashRepair {
     };
     await Promise.all(Array.from({ length: this.options.concurrency ?? 16 }, lane));
     return repaired;
+  }
+
+  /**
+   * A revert runs in the process that serves the API: one found open at
+   * start died with it. Its end is recorded, saying the files may be partly
+   * put back and where the tree before it would be, so the thread is free.
+   */
+  private async endReverts(): Promise<void> {
+    for (const { threadId, revertId } of this.engine.listOpenReverts()) {
+      if (this.stopped) return;
+      await this.engine
+        .submit({
+          type: 'checkpoint.abandonRevert',
+          commandId: systemCommandId('revertFailed', threadId, revertId),
+          threadId,
+          revertId,
+          reason: `the process running revert ${revertId} stopped; its files may be partly put back (the work tree from before it, if it was saved, is the checkpoint named after the revert, under refs/turnloom)`,
+          conflicts: [],
+          saved: null,
+        })
+        .catch((error: unknown) => {
+          if (!this.stopped) console.error(`turnloom: could not end revert ${revertId} of thread ${threadId}`, error);
+        });
+    }
   }
 
   private async repair(threadId: string, turnId: string): Promise<boolean> {

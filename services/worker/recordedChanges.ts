@@ -1,4 +1,5 @@
-import { type CheckpointDiff, type FileChanges, type WorkspaceCheckpoints, fitChanges } from '../../domain/index.ts';
+import { type CapturedTree, type CheckpointDiff, type FileChanges, type WorkspaceCheckpoints, fitChanges } from '../../domain/index.ts';
+import type { RevertTask } from '../dispatch/workerProtocol.ts';
 
 /*
  * The log keeps what each turn and each revert changed, so anyone can read it
@@ -17,7 +18,8 @@ export async function diffToRecord(store: WorkspaceCheckpoints, from: string, to
   return fitChanges(await store.diff(from, to, { maxChars: MAX_PATCH_CHARS, maxFiles: MAX_LISTED_FILES }), MAX_RECORDED_BYTES);
 }
 
-/** Restores the work tree to a checkpoint; answers what that changed, as the log keeps it. */
-export async function restoreToRecord(store: WorkspaceCheckpoints, commit: string): Promise<FileChanges> {
-  return fitChanges(await store.restore(commit, { maxFiles: MAX_LISTED_FILES }), MAX_RECORDED_BYTES);
+/** Undoes what a revert's turns changed; answers what that changed (as the log keeps it) and where the tree before it was saved. */
+export async function undoToRecord(store: WorkspaceCheckpoints, task: RevertTask): Promise<{ changes: FileChanges; saved: CapturedTree }> {
+  const { changes, saved } = await store.undo(task.turns, { saveAs: { threadId: task.threadId, id: task.revertId }, force: task.force, maxFiles: MAX_LISTED_FILES });
+  return { changes: fitChanges(changes, MAX_RECORDED_BYTES), saved };
 }

@@ -1,3 +1,4 @@
+import { resolve as resolvePath } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { ThreadWatch } from '../../client/threadWatch.ts';
 import {
@@ -31,6 +32,7 @@ import {
   toolOutcomeEvent,
 } from '../engine/turnRules.ts';
 import { isResumableStep } from '../engine/settleTurn.ts';
+import { MAX_UNCAPTURED } from '../dispatch/workerProtocol.ts';
 import { requestDigest } from '../runtime/deriveRequest.ts';
 import { type RetryPolicy, retryDelay } from '../runtime/retryPolicy.ts';
 import { type LiveDelta, StepIngestion } from '../runtime/stepIngestion.ts';
@@ -408,10 +410,30 @@ async function captureAfter(work: TurnWork): Promise<void> {
   try {
     const tree = await checkpoints.store.capture(threadId, turnId, 'after');
     const diff = await diffToRecord(checkpoints.store, before.commit, tree.commit);
-    await work.outbox.record([{ type: 'checkpoint.captured', turnId, side: 'after', ref: tree.ref, commit: tree.commit, diff }]);
+    const uncaptured = await uncapturedWrites(work, checkpoints.store);
+    await work.outbox.record([{ type: 'checkpoint.captured', turnId, side: 'after', ref: tree.ref, commit: tree.commit, diff, ...(uncaptured.length > 0 ? { uncaptured } : {}) }]);
   } catch (error) {
     await work.outbox.record([{ type: 'activity.recorded', turnId, kind: 'diagnostic', message: `no checkpoint after this turn: ${(error as Error).message}`, data: {} }]);
   }
+}
+
+/**
+ * The files this turn's write and edit calls changed that git ignores: the
+ * checkpoints do not hold them, so the log says so. (What a command wrote
+ * there is not known; the docs say so.)
+ */
+async function uncapturedWrites(work: TurnWork, store: WorkspaceCheckpoints): Promise<string[]> {
+  const workspace = work.workspace;
+  if (workspace === null) return [];
+  const written = new Set<string>();
+  for (const part of work.fold.context.view!.turns[work.turnId]!.messages[1].parts) {
+    const path = (part.tool?.input as { path?: unknown } | null)?.path;
+    if (part.state === 'completed' && (part.tool?.name === 'write' || part.tool?.name === 'edit') && typeof path === 'string') written.add(path);
+  }
+  if (written.size === 0) return [];
+  const byAbsolute = new Map([...written].map((path) => [resolvePath(workspace, path), path]));
+  const ignored = await store.ignored([...byAbsolute.keys()]);
+  return ignored.map((path) => byAbsolute.get(path) ?? path).slice(0, MAX_UNCAPTURED);
 }
 
 /** Why a call was refused without asking, as the model reads it. */

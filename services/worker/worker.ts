@@ -5,13 +5,13 @@ import { startTicksOf } from '../../adapters/processIdentity.ts';
 import { JSON_TYPE, type Subjects, decode, subjects as subjectsFor } from '../../bus/index.ts';
 import { ThreadWatch } from '../../client/threadWatch.ts';
 import { type Bus, type BusSubscription, DEFAULT_ENVIRONMENT, type ProviderAdapter, type ProviderChoice, type ToolExecutor, TurnloomError, type WorkspaceCheckpoints } from '../../domain/index.ts';
-import { type HelloAnswer, type RestoreAnswer, restoreSchema } from '../dispatch/workerProtocol.ts';
+import { type HelloAnswer, type RevertAnswer, revertTaskSchema } from '../dispatch/workerProtocol.ts';
 import { DEFAULT_MAX_PAYLOAD } from '../api/apiServer.ts';
 import { Inflight, answerRequest, parseParams } from '../api/requestReply.ts';
 import { defaultRetryPolicy } from '../runtime/retryPolicy.ts';
 import { LeasedThread } from './leasedThread.ts';
 import { LiveBatcher } from './liveBatcher.ts';
-import { restoreToRecord } from './recordedChanges.ts';
+import { undoToRecord } from './recordedChanges.ts';
 import { SideWork, type SideWorkOptions } from './sideWork.ts';
 import { unboundedController } from './unboundedController.ts';
 import { Outbox, type OutboxBounds } from './outbox.ts';
@@ -128,7 +128,7 @@ export class Worker {
       // One worker of the environment answers each task: they share the workspace.
       this.tasks = this.bus.subscribe(
         this.subjects.workspaceTasks(this.environment),
-        (message) => this.taskWork.track(answerRequest(this.bus, message, DEFAULT_MAX_PAYLOAD, `worker ${this.workerId}`, (body) => this.restore(checkpoints.store, body))),
+        (message) => this.taskWork.track(answerRequest(this.bus, message, DEFAULT_MAX_PAYLOAD, `worker ${this.workerId}`, (body) => this.revert(checkpoints.store, body))),
         { queue: 'turnloom-workspace' },
       );
     }
@@ -137,12 +137,12 @@ export class Worker {
     return this;
   }
 
-  /** Puts the work tree back to a checkpoint, unless a turn of that thread is running here (it would write over the restored files). */
-  private async restore(store: WorkspaceCheckpoints, body: unknown): Promise<RestoreAnswer> {
-    const request = parseParams(restoreSchema, body, 'restore');
-    const busy = [...this.runs.values()].find((run) => run.threadId === request.threadId);
-    if (busy) throw new TurnloomError('conflict', `turn ${busy.turnId} of thread ${request.threadId} is running on worker ${this.workerId}`, { turnId: busy.turnId });
-    return restoreToRecord(store, request.commit);
+  /** Undoes what a revert's turns changed, unless a turn of that thread is running here (it would write over the files put back). */
+  private async revert(store: WorkspaceCheckpoints, body: unknown): Promise<RevertAnswer> {
+    const task = parseParams(revertTaskSchema, body, 'revert');
+    const busy = [...this.runs.values()].find((run) => run.threadId === task.threadId);
+    if (busy) throw new TurnloomError('conflict', `turn ${busy.turnId} of thread ${task.threadId} is running on worker ${this.workerId}`, { turnId: busy.turnId });
+    return undoToRecord(store, task);
   }
 
   get runningTurns(): number {

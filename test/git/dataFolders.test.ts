@@ -106,11 +106,11 @@ describe('checkpoints leave data folders out', () => {
     await engine.create('t2');
     made.write('a.txt', 'changed\n');
     made.write('b.txt', 'b\n');
-    await checkpoints.capture('thread', 'turn', 'after');
+    const after = await checkpoints.capture('thread', 'turn', 'after');
     await engine.create('t3');
 
     const database = identity(join(folder, 'data.mdb'));
-    const changes = await checkpoints.restore(before.commit);
+    const { changes } = await checkpoints.undo([{ turnId: 'turn', before: before.commit, after: after.commit }], { saveAs: { threadId: 'thread', id: 'revert-1' }, force: false });
 
     expect(made.read('a.txt')).toBe('a\n');
     expect(existsSync(join(made.path, 'b.txt'))).toBe(false);
@@ -125,7 +125,7 @@ describe('checkpoints leave data folders out', () => {
     ]);
   });
 
-  it('restoring a snapshot that holds database files (an older turnloom captured them) neither writes them nor replaces their folder', async () => {
+  it('undoing a turn whose checkpoints hold database files (an older turnloom captured them) neither writes them nor replaces their folder', async () => {
     const made = repo();
     // Ignored, as a user would have it: the snapshot is from before the .gitignore.
     made.write('.gitignore', 'state/\n');
@@ -134,22 +134,23 @@ describe('checkpoints leave data folders out', () => {
     await engine.create('t1');
     const checkpoints = (await Checkpoints.open(made.path))!;
     const database = identity(join(folder, 'data.mdb'));
-    const holdingTheDatabase = commitOf(made, {
-      'a.txt': 'old\n',
-      '.gitignore': 'state/\n',
-      'state/db/data.mdb': 'an old database',
-      'state/db/lock.mdb': 'an old lock',
-      'state/db/notes.txt': 'something else of the old folder',
-    });
-    const fileInTheWay = commitOf(made, { 'a.txt': 'older\n', 'state': 'a file where the folder is now' });
+    const now = { 'a.txt': made.read('a.txt'), '.gitignore': 'state/\n' };
+    const holdingTheDatabase = {
+      turnId: 'old-turn',
+      before: commitOf(made, { ...now, 'a.txt': 'old\n', 'state/db/data.mdb': 'an old database', 'state/db/lock.mdb': 'an old lock', 'state/db/notes.txt': 'something else of the old folder' }),
+      after: commitOf(made, { ...now, 'state/db/data.mdb': 'a newer old database' }),
+    };
+    const fileInTheWay = { turnId: 'older-turn', before: commitOf(made, { ...now, 'a.txt': 'older\n', state: 'a file where the folder is now' }), after: commitOf(made, now) };
+    const options = (id: string) => ({ saveAs: { threadId: 'thread', id }, force: false });
 
-    const changes = await checkpoints.restore(holdingTheDatabase);
+    const { changes } = await checkpoints.undo([holdingTheDatabase], options('revert-1'));
     expect(made.read('a.txt')).toBe('old\n');
     expect(identity(join(folder, 'data.mdb'))).toEqual(database);
     expect(existsSync(join(folder, 'notes.txt'))).toBe(false);
     expect(changes.files.map((file) => file.path)).toEqual(['a.txt']);
 
-    await checkpoints.restore(fileInTheWay);
+    made.write('a.txt', now['a.txt']);
+    await checkpoints.undo([fileInTheWay], options('revert-2'));
     expect(made.read('a.txt')).toBe('older\n');
     expect(statSync(join(made.path, 'state')).isDirectory()).toBe(true);
     expect(identity(join(folder, 'data.mdb'))).toEqual(database);
@@ -181,7 +182,8 @@ describe('checkpoints leave data folders out', () => {
     expect(filesOf(made, before.commit)).toEqual(['a.txt']);
     made.write('private/keys.txt', 'two\n');
     made.write('a.txt', 'changed\n');
-    await checkpoints.restore(before.commit);
+    const after = await checkpoints.capture('thread', 'turn', 'after');
+    await checkpoints.undo([{ turnId: 'turn', before: before.commit, after: after.commit }], { saveAs: { threadId: 'thread', id: 'revert-1' }, force: false });
     expect(made.read('a.txt')).toBe('a\n');
     expect(made.read('private/keys.txt')).toBe('two\n');
   });

@@ -25,7 +25,7 @@ describe('a 10,000-file repository', () => {
   });
   afterAll(() => made.remove());
 
-  it('captures, diffs and restores in reasonable time', async () => {
+  it('captures, diffs and undoes in reasonable time', async () => {
     for (let index = 0; index < 10; index++) {
       made.write(`d${index * 7}/f${index}.txt`, `modified ${index}\n`);
       made.write(`added/n${index}.txt`, `added ${index}\n`);
@@ -38,7 +38,7 @@ describe('a 10,000-file repository', () => {
     expect(made.git('ls-tree', '-r', '--name-only', first.commit).split('\n').filter(Boolean)).toHaveLength(10_010);
     const { files } = await timed('diff', () => checkpoints.diff(first.commit, second.commit));
     expect(files.map(({ path }) => path)).toEqual(['d99/f99.txt']);
-    const restored = await timed('restore', () => checkpoints.restore(first.commit));
+    const { changes: restored } = await timed('undo', () => checkpoints.undo([{ turnId: 'turn', before: first.commit, after: second.commit }], { saveAs: { threadId: 'big', id: 'revert-1' }, force: false }));
     expect(restored.files.map(({ path }) => path)).toEqual(['d99/f99.txt']);
     expect(made.read('d99/f99.txt')).toBe('file 99/99\n');
   });

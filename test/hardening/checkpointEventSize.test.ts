@@ -64,7 +64,16 @@ describe('changes larger than one event', () => {
     expect(view.turns.install!.checkpoint!.diff!.files).toEqual(stored.diff!.files);
 
     // A revert's list comes from the worker, and its files are back already: cut as well, never refused.
-    await engine.submit({ type: 'checkpoint.revert', commandId: 'revert-big', threadId: 'big', turnId: 'install', commit: tree('before').commit, by: 'me', changes: summarizeChanges(files.map((file) => ({ ...file, status: 'deleted', additions: 0, deletions: 1 }))) });
+    await engine.submit({ type: 'checkpoint.revert', commandId: 'revert-big', threadId: 'big', turnId: 'install', by: 'me' });
+    const { revertId } = (await engine.getThread('big')).revert!;
+    await engine.submit({
+      type: 'checkpoint.finishRevert',
+      commandId: 'revert-big-done',
+      threadId: 'big',
+      revertId,
+      changes: summarizeChanges(files.map((file) => ({ ...file, status: 'deleted', additions: 0, deletions: 1 }))),
+      saved: tree('after'),
+    });
     const revert = (await engine.getThread('big')).reverts[0]!;
     expect(revert).toMatchObject({ filesChanged: 8_000, additions: 0, deletions: 8_000 });
     expect(revert.files.length).toBeGreaterThan(0);

@@ -13,6 +13,8 @@ export const sampleEvents: { [N in LifecycleMachineName]: Samples<{ session: Ses
     'session.stopped': { type: 'session.stopped' },
     'compaction.started': { type: 'compaction.started' },
     'compaction.ended': { type: 'compaction.ended' },
+    'revert.begin': { type: 'revert.begin' },
+    'revert.end': { type: 'revert.end' },
   },
   turn: {
     'turn.started': { type: 'turn.started' },

@@ -118,4 +118,78 @@ describe('checkpoints of a real repository, through the API', () => {
     const events = (await ws.client.call('thread.events', { threadId, after: 0 })).events;
     expect(events.filter((stored) => stored.event.type === 'checkpoint.unavailable')).toHaveLength(1);
   });
+
+  it('a revert undoes only what the turn changed: a person’s later edits and new files stay; a file changed since is a conflict that changes nothing, unless forced', async () => {
+    ws = await openWorkspaceFixture(byPrompt({ one: toolSteps({ name: 'write', input: { path: 'turn.txt', content: 'from the turn\n' } }, { name: 'write', input: { path: 'shared.txt', content: 'the turn wrote this\n' } }) }));
+    const { threadId } = await ws.client.call('thread.create', { mode: 'full' });
+    const { turnId } = await ws.client.call('turn.start', { threadId, input: { text: 'one' } });
+    expect((await ws.settled(threadId, turnId)).state).toBe('completed');
+    // Afterwards, a person works on: a file the turn never touched, a new one, and one the turn wrote.
+    ws.repo.write('a.txt', 'a person edited this later\n');
+    ws.repo.write('notes.txt', 'a person wrote this later\n');
+    ws.repo.write('shared.txt', 'then a person changed it\n');
+
+    const refused = await ws.client.call('checkpoint.revert', { threadId, checkpointId: turnId }).catch((error: unknown) => error);
+    expect(refused).toMatchObject({ code: 'conflict', details: { files: ['shared.txt'] } });
+    expect(readFileSync(join(ws.repo.path, 'turn.txt'), 'utf8')).toBe('from the turn\n');
+    let { thread } = await ws.client.call('thread.get', { threadId });
+    // The log says what happened: the revert began and was refused, and the thread is free again.
+    expect(thread.revert).toBeNull();
+    expect(thread.turns[turnId]!.revertedAt).toBeNull();
+    const events = (await ws.client.call('thread.events', { threadId, after: 0 })).events.map((stored) => stored.event);
+    expect(events.filter((event) => event.type.startsWith('checkpoint.revert')).map((event) => event.type)).toEqual(['checkpoint.revertStarted', 'checkpoint.revertFailed']);
+    expect(events.find((event) => event.type === 'checkpoint.revertFailed')).toMatchObject({ conflicts: ['shared.txt'] });
+
+    const forced = await ws.client.call('checkpoint.revert', { threadId, checkpointId: turnId, force: true });
+    expect(forced.files.map((file) => [file.path, file.status]).sort()).toEqual([
+      ['shared.txt', 'deleted'],
+      ['turn.txt', 'deleted'],
+    ]);
+    expect(readFileSync(join(ws.repo.path, 'a.txt'), 'utf8')).toBe('a person edited this later\n');
+    expect(readFileSync(join(ws.repo.path, 'notes.txt'), 'utf8')).toBe('a person wrote this later\n');
+    expect(existsSync(join(ws.repo.path, 'shared.txt'))).toBe(false);
+    // Nothing is lost: the person's change is in the tree saved before the revert.
+    expect(ws.repo.git('show', `${forced.saved.commit}:shared.txt`)).toBe('then a person changed it\n');
+    ({ thread } = await ws.client.call('thread.get', { threadId }));
+    expect(thread.reverts.at(-1)!.saved).toEqual(forced.saved);
+  });
+
+  it('holds the thread from the check to the record: a turn started while a revert runs waits for it, and runs on the files it left', async () => {
+    ws = await openWorkspaceFixture(
+      byPrompt({ one: toolSteps({ name: 'write', input: { path: 'turn.txt', content: 'from turn one\n' } }), two: toolSteps({ name: 'write', input: { path: 'two.txt', content: 'from turn two\n' } }) }),
+    );
+    const { threadId } = await ws.client.call('thread.create', { mode: 'full' });
+    const first = (await ws.client.call('turn.start', { threadId, input: { text: 'one' } })).turnId;
+    expect((await ws.settled(threadId, first)).state).toBe('completed');
+    // Many files make the revert take a while: the new turn arrives while it runs.
+    for (let index = 0; index < 300; index++) ws.repo.write(`bulk/${index}.txt`, `${index}\n`);
+    ws.repo.git('add', '-A');
+    ws.repo.git('commit', '-qm', 'bulk');
+    const reverting = ws.client.call('checkpoint.revert', { threadId, checkpointId: first });
+    await expect.poll(async () => (await ws!.client.call('thread.get', { threadId })).thread.revert, { timeout: 10_000, interval: 5 }).not.toBeNull();
+    const start = await ws.client.call('turn.start', { threadId, input: { text: 'two' } });
+    expect(start.inbox).toBe('queued');
+    await reverting;
+    expect((await ws.settled(threadId, start.turnId)).state).toBe('completed');
+
+    expect(existsSync(join(ws.repo.path, 'turn.txt'))).toBe(false);
+    expect(readFileSync(join(ws.repo.path, 'two.txt'), 'utf8')).toBe('from turn two\n');
+    const types = (await ws.client.call('thread.events', { threadId, after: 0 })).events.map((stored) => stored.event).filter((event) => event.type.startsWith('checkpoint.revert') || (event.type === 'turn.requested' && event.turnId === start.turnId)).map((event) => event.type);
+    expect(types).toEqual(['checkpoint.revertStarted', 'checkpoint.reverted', 'turn.requested']);
+  });
+
+  it('says which files the turn wrote that git ignores: no checkpoint holds them, and a revert leaves them as they are', async () => {
+    ws = await openWorkspaceFixture(byPrompt({ one: toolSteps({ name: 'write', input: { path: '.env', content: 'SECRET=turn\n' } }, { name: 'write', input: { path: 'app.txt', content: 'app\n' } }) }));
+    ws.repo.write('.gitignore', '.env\n');
+    ws.repo.git('add', '.gitignore');
+    ws.repo.git('commit', '-qm', 'ignore .env');
+    const { threadId } = await ws.client.call('thread.create', { mode: 'full' });
+    const { turnId } = await ws.client.call('turn.start', { threadId, input: { text: 'one' } });
+    const turn = await ws.settled(threadId, turnId);
+    expect(turn.checkpoint!.uncaptured).toEqual(['.env']);
+    expect(turn.checkpoint!.diff!.files.map((file) => file.path)).toEqual(['app.txt']);
+    await ws.client.call('checkpoint.revert', { threadId, checkpointId: turnId });
+    expect(existsSync(join(ws.repo.path, 'app.txt'))).toBe(false);
+    expect(readFileSync(join(ws.repo.path, '.env'), 'utf8')).toBe('SECRET=turn\n');
+  });
 });
