@@ -62,7 +62,9 @@ export function lineSource(input: NodeJS.ReadableStream, output: NodeJS.Writable
  * note the model reads). Input that ends denies, so a run never hangs.
  */
 export async function answerApproval(policy: ApprovalPolicy, approval: ApprovalView, lines: () => LineSource, say: (line: string) => void): Promise<ApprovalAnswer> {
-  const what = toolLabel(approval.toolName, approval.input);
+  // No rule vouches for a call that outlives itself: the person answering is told it does.
+  const keeps = (approval.input as { keepRunning?: unknown } | null)?.keepRunning === true;
+  const what = `${toolLabel(approval.toolName, approval.input)}${keeps ? ' (keeps running until the turn ends)' : ''}`;
   if (policy === 'auto') {
     say(`✔ allowed ${what} (--approve auto)`);
     return { decision: 'once', note: null };

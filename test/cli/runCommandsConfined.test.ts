@@ -66,6 +66,8 @@ describe.each(['full', 'ask', 'auto-edits'] as const)('turnloom run: what a comm
     // Every command ran: in full mode without asking, otherwise approved (keepRunning asks whatever the rules say).
     expect(report.toolCalls.map((call) => call.output)).toEqual(report.toolCalls.map(() => expect.stringMatching(/exit code \d+$/)));
     expect(report.approvals).toHaveLength(mode === 'full' ? 0 : 4);
+    // Whoever approves a kept call is told it stays.
+    expect(result.stderr.split('\n').filter((line) => line.includes('until the turn ends'))).toEqual(mode === 'full' ? [] : [expect.stringMatching(/^✔ allowed bash .*sleep 778.* \(keeps running until the turn ends\)/)]);
 
     await expect.poll(() => [...processesWith(`777.${tag}`), ...processesWith(`778.${tag}`)], { timeout: 5_000 }).toEqual([]);
     await sleep(3_500);
