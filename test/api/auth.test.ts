@@ -150,6 +150,7 @@ describe('the shipped NATS permissions (docs/nats/turnloom-permissions.conf) on 
     TURNLOOM_CLIENT_PASSWORD: 'client-secret',
     TURNLOOM_CLIENT2_PASSWORD: 'client2-secret',
     TURNLOOM_WORKER_PASSWORD: 'worker-secret',
+    TURNLOOM_WORKER_GPU_PASSWORD: 'worker-gpu-secret',
     TURNLOOM_INSPECTOR_PASSWORD: 'inspector-secret',
   };
   let nats: NatsServerHandle;
@@ -207,7 +208,7 @@ describe('the shipped NATS permissions (docs/nats/turnloom-permissions.conf) on 
     // Another user cannot have deliveries aimed at this user's inbox (nor read it).
     const other = new TurnloomClient(await as('client2'));
     const { threadId: otherThread } = await other.call('thread.create', { title: 'client2 thread' });
-    await expect(other.call('thread.watch', { threadId: otherThread, deliverTo: `_INBOX_client.${'x'.repeat(22)}` })).rejects.toMatchObject({ code: 'invalid_payload' });
+    await expect(other.call('thread.watch', { threadId: otherThread, deliverTo: `_INBOX_client.${'x'.repeat(22)}` })).rejects.toMatchObject({ code: 'forbidden' });
     watch.close();
   });
 

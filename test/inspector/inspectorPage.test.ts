@@ -7,7 +7,7 @@ import { MSGPACK } from '../../bus/index.ts';
 import { InspectorRelay } from '../../inspector/index.ts';
 import { encodeLiveBatch } from '../../services/runtime/liveBatch.ts';
 import { type ApiFixture, openApiFixture } from '../support/apiFixture.ts';
-import { turnEvents } from '../support/engineFixture.ts';
+import { leaseByHand, turnEvents } from '../support/engineFixture.ts';
 import { chromiumPath, missingChromiumMessage } from '../support/chromium.ts';
 import { type WorkspaceFixture, openWorkspaceFixture, toolSteps } from '../workspace/workspaceFixture.ts';
 
@@ -162,8 +162,8 @@ describe.skipIf(!browserPath)('the inspector in a real browser (chromium, headle
   });
 
   it('types the live text as the worker sends it, one batch of deltas per message, ahead of the log', async () => {
-    // No worker: the turn is opened by hand and its deltas published as a worker's batches.
-    bare = await openApiFixture();
+    // No worker: the turn is leased and opened by hand and its deltas published as a worker's batches, on its lease's channel.
+    bare = await openApiFixture({ workers: { leaseTimeoutMs: 600_000 } });
     const client = await bare.client();
     const bus = await bare.connect();
     relay = await new InspectorRelay({ bus, prefix: bare.prefix, port: 0 }).start();
@@ -171,13 +171,14 @@ describe.skipIf(!browserPath)('the inspector in a real browser (chromium, headle
     const { turnId } = await client.call('turn.start', { threadId, input: { text: 'type' } });
     const t = turnEvents(turnId);
     const partId = `${turnId}-s1-1`;
+    const live = await leaseByHand(bare.server.engine, bare.server.subjects, threadId, turnId);
     await bare.server.engine.submit({ type: 'turn.record', commandId: `${threadId}-open`, threadId, turnId, events: [t.sessionStarted(), t.started(), t.step(1), { type: 'part.started', turnId, partId, step: 1, kind: 'text' }] });
 
     const page = await openPage(`/threads/${threadId}`);
     await page.locator('[data-testid=status]', { hasText: 'live' }).waitFor();
     const typed = (texts: string[]) => encodeLiveBatch(texts.map((text) => ({ turnId, step: 1, partId, kind: 'text', text })));
-    bus.publish(bare.server.subjects.live(threadId), typed(['typed ', 'live, ']), { headers: { 'content-type': MSGPACK } });
-    bus.publish(bare.server.subjects.live(threadId), typed(['in ', 'two ', 'batches']), { headers: { 'content-type': MSGPACK } });
+    bus.publish(live, typed(['typed ', 'live, ']), { headers: { 'content-type': MSGPACK } });
+    bus.publish(live, typed(['in ', 'two ', 'batches']), { headers: { 'content-type': MSGPACK } });
     await expect.poll(() => page.locator('[data-testid=live-text]').textContent(), { timeout: 10_000 }).toContain('typed live, in two batches');
     expect(errors).toEqual([]);
   });

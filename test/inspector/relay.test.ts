@@ -5,7 +5,7 @@ import type { Bus, DomainEvent, StoredEvent } from '../../domain/index.ts';
 import { InspectorRelay } from '../../inspector/index.ts';
 import type { TurnloomClient } from '../../client/index.ts';
 import { type ApiFixture, openApiFixture } from '../support/apiFixture.ts';
-import { turnEvents } from '../support/engineFixture.ts';
+import { leaseByHand, turnEvents } from '../support/engineFixture.ts';
 import { type NatsServerHandle, startNatsServer } from '../support/natsServer.ts';
 import { type SseMessage, type SseStream, openSse } from '../support/sseClient.ts';
 
@@ -18,7 +18,8 @@ let relay: InspectorRelay;
 beforeAll(async () => {
   // Its own nats-server: one test stops and restarts it.
   server = await startNatsServer();
-  fx = await openApiFixture({ natsUrl: server.url });
+  // Leases taken by hand are never renewed: they must outlast the tests.
+  fx = await openApiFixture({ natsUrl: server.url, workers: { leaseTimeoutMs: 600_000 } });
   client = await fx.client();
   relayBus = await fx.connect();
   relay = await new InspectorRelay({ bus: relayBus, prefix: fx.prefix, port: 0 }).start();
@@ -32,15 +33,18 @@ afterAll(async () => {
 const seqs = (messages: SseMessage[]) => messages.filter((message) => message.event === 'event').map((message) => (message.data as StoredEvent).threadSeq);
 const range = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, index) => from + index);
 
-/** A thread with an open turn that `turn.record` can write deltas into, as a worker would. */
-async function threadWithOpenPart(): Promise<{ threadId: string; write(count: number, tag: string): Promise<void> }> {
+/** A thread with an open turn, leased by hand, that `turn.record` can write deltas into as a worker would; `live` is its lease's live subject. */
+async function threadWithOpenPart(): Promise<{ threadId: string; turnId: string; live: string; write(count: number, tag: string): Promise<void> }> {
   const { threadId } = await client.call('thread.create', {});
   const { turnId } = await client.call('turn.start', { threadId, input: { text: 'stream' } });
   const t = turnEvents(turnId);
   const { engine } = fx.server;
+  const live = await leaseByHand(engine, fx.server.subjects, threadId, turnId);
   await engine.submit({ type: 'turn.record', commandId: `${threadId}-open`, threadId, turnId, events: [t.sessionStarted(), t.started(), t.step(1), { type: 'part.started', turnId, partId: 'p', step: 1, kind: 'text' }] });
   return {
     threadId,
+    turnId,
+    live,
     write: async (count, tag) => {
       const events: DomainEvent[] = Array.from({ length: count }, (_, index) => ({ type: 'part.delta', turnId, partId: 'p', text: `${tag}${index},` }));
       await engine.submit({ type: 'turn.record', commandId: `${threadId}-${tag}`, threadId, turnId, events });
@@ -86,14 +90,17 @@ describe('the inspector relay: one thread, live, over server-sent events', () =>
 
     await thread.write(3, 'b');
     const typed = [
-      { turnId: 'x', step: 1, partId: 'p', kind: 'text', text: 'typing' },
-      { turnId: 'x', step: 1, partId: 'p', kind: 'text', text: '…' },
+      { turnId: thread.turnId, step: 1, partId: 'p', kind: 'text', text: 'typing' },
+      { turnId: thread.turnId, step: 1, partId: 'p', kind: 'text', text: '…' },
     ];
-    relayBus.publish(client.subjects.live(thread.threadId), encode(typed, MSGPACK), { headers: { 'content-type': MSGPACK } });
+    // Only the lease holder's channel reaches the page; a batch on another is dropped.
+    relayBus.publish(thread.live.replace(/\.[^.]+$/, `.${'f'.repeat(32)}`), encode([{ ...typed[0], text: 'forged' }], MSGPACK), { headers: { 'content-type': MSGPACK } });
+    relayBus.publish(thread.live, encode(typed, MSGPACK), { headers: { 'content-type': MSGPACK } });
     await expect.poll(() => seqs(sse.messages).at(-1), { timeout: 10_000 }).toBe(seq + 3);
     expect(seqs(sse.messages)).toEqual(range(1, seq + 3));
     // One bus message, one server-sent event: the batch as it came, in order.
     await expect.poll(() => sse.messages.find((message) => message.event === 'live')?.data, { timeout: 10_000 }).toEqual(typed);
+    expect(sse.messages.filter((message) => message.event === 'live')).toHaveLength(1);
     const inspections = sse.messages.filter((message) => message.event === 'inspect').map((message) => message.data as { threadSeq: number; transitions: unknown[] });
     expect(inspections.at(-1)).toMatchObject({ threadSeq: seq + 3, outcome: 'accepted' });
     expect(inspections.at(-1)!.transitions).toHaveLength(3);
@@ -111,6 +118,11 @@ describe('the inspector relay: one thread, live, over server-sent events', () =>
     const second = await stream(`/stream/threads/${thread.threadId}?after=0`, { 'last-event-id': String(seen) });
     await expect.poll(() => seqs(second.messages).at(-1), { timeout: 10_000 }).toBe(seen + 5);
     expect(seqs(second.messages)).toEqual(range(seen + 1, seen + 5));
+    // The lease was taken before the point it resumed from: its live deltas still come through, and only its.
+    const typed = { turnId: thread.turnId, step: 1, partId: 'p', kind: 'text', text: 'after the resume' };
+    relayBus.publish(thread.live.replace(/\.[^.]+$/, `.${'f'.repeat(32)}`), encode([{ ...typed, text: 'forged' }], MSGPACK), { headers: { 'content-type': MSGPACK } });
+    relayBus.publish(thread.live, encode([typed], MSGPACK), { headers: { 'content-type': MSGPACK } });
+    await expect.poll(() => second.messages.filter((message) => message.event === 'live').map((message) => message.data), { timeout: 10_000 }).toEqual([[typed]]);
   });
 
   it('relays only what the log holds: an event out of sequence on the subject makes it read the log, and a made-up one is never sent', async () => {
