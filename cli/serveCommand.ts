@@ -145,7 +145,7 @@ export async function serveCommand(args: string[]): Promise<number> {
     console.log(`  ${values['no-worker'] ? 'no local worker (--no-worker): turns wait for `turnloom worker` processes' : `local worker ${server.worker!.workerId}; ${setup.summary}; ${workspace!.summary}`}`);
     console.log(`  auth: ${auth ? `${Object.keys(auth.tokens).length} tokens` : 'open (every caller has every scope)'}`);
     for (const warning of nats?.warnings ?? []) console.warn(`  ${warning}`);
-    if (relay) console.log(`  inspector: ${relay.url}`);
+    if (relay) console.log(`  inspector: ${relay.pageUrl}`);
     if (nats && !auth) console.warn('  warning: no --auth file, so anyone who can reach this NATS server can do anything');
 
     await untilSignal('finishing requests in flight, settling running turns, closing the store…');

@@ -7,6 +7,7 @@ import type { TurnloomClient } from '../../client/index.ts';
 import { type ApiFixture, openApiFixture } from '../support/apiFixture.ts';
 import { leaseByHand, turnEvents } from '../support/engineFixture.ts';
 import { type NatsServerHandle, startNatsServer } from '../support/natsServer.ts';
+import { openRelayPage } from '../support/relayPage.ts';
 import { type SseMessage, type SseStream, openSse } from '../support/sseClient.ts';
 
 let server: NatsServerHandle;
@@ -14,6 +15,8 @@ let fx: ApiFixture;
 let client: TurnloomClient;
 let relayBus: Bus;
 let relay: InspectorRelay;
+/** The cookie the page got for opening the relay's printed address: what every request below carries unless it says otherwise. */
+let cookie: string;
 
 beforeAll(async () => {
   // Its own nats-server: one test stops and restarts it.
@@ -23,6 +26,7 @@ beforeAll(async () => {
   client = await fx.client();
   relayBus = await fx.connect();
   relay = await new InspectorRelay({ bus: relayBus, prefix: fx.prefix, port: 0 }).start();
+  ({ cookie } = await openRelayPage(relay.pageUrl));
 });
 afterAll(async () => {
   await relay.stop();
@@ -52,13 +56,16 @@ async function threadWithOpenPart(): Promise<{ threadId: string; turnId: string;
   };
 }
 
-function raw(path: string, options: { method?: string; headers?: Record<string, string>; body?: string } = {}): Promise<{ status: number; body: string }> {
+/** A plain HTTP request, with the page's cookie unless `headers` gives another (`cookie: ''`: none). */
+function raw(path: string, options: { method?: string; headers?: Record<string, string>; body?: string } = {}): Promise<{ status: number; body: string; headers: Record<string, string | string[] | undefined> }> {
+  const headers = { cookie, ...options.headers };
+  if (headers.cookie === '') delete (headers as { cookie?: string }).cookie;
   return new Promise((resolve, reject) => {
-    const req = request(`${relay.url.slice(0, -1)}${path}`, { method: options.method ?? 'GET', headers: options.headers ?? {} }, (response) => {
+    const req = request(`${relay.url.slice(0, -1)}${path}`, { method: options.method ?? 'GET', headers }, (response) => {
       let body = '';
       response.setEncoding('utf8');
       response.on('data', (chunk: string) => (body += chunk));
-      response.on('end', () => resolve({ status: response.statusCode ?? 0, body }));
+      response.on('end', () => resolve({ status: response.statusCode ?? 0, body, headers: response.headers }));
     });
     req.on('error', reject);
     req.end(options.body);
@@ -71,7 +78,7 @@ const post = (method: string, params: unknown, headers: Record<string, string> =
 describe('the inspector relay: one thread, live, over server-sent events', () => {
   let open: SseStream[] = [];
   const stream = async (path: string, headers: Record<string, string> = {}) => {
-    const opened = await openSse(`${relay.url.slice(0, -1)}${path}`, headers);
+    const opened = await openSse(`${relay.url.slice(0, -1)}${path}`, { cookie, ...headers });
     open.push(opened);
     return opened;
   };
@@ -206,5 +213,74 @@ describe('the inspector relay: what it answers, and to whom', () => {
     expect(JSON.parse(notJson.body).error.code).toBe('invalid_payload');
     const huge = await raw('/api/health', { method: 'POST', headers: { 'content-type': 'application/json' }, body: `"${'x'.repeat(1_100_000)}"` });
     expect(JSON.parse(huge.body).error.code).toBe('invalid_payload');
+  });
+});
+
+describe('the inspector relay lends its token to its own page only', () => {
+  /** A thread whose turn waits on an approval, answerable through the relay. */
+  async function pendingApproval(): Promise<{ threadId: string; approvalId: string }> {
+    const { threadId } = await client.call('thread.create', {});
+    const { turnId } = await client.call('turn.start', { threadId, input: { text: 'deploy' } });
+    const t = turnEvents(turnId);
+    await fx.server.engine.submit({
+      type: 'turn.record',
+      commandId: `${threadId}-ask`,
+      threadId,
+      turnId,
+      events: [t.sessionStarted(), t.started(), t.step(1), ...t.toolCall('p1', 1, 'c1', {}), ...t.toolsStarted(1, ['c1']), t.approvalRequested('a1', 'p1', 'c1')],
+    });
+    return { threadId, approvalId: 'a1' };
+  }
+  const answered = async (threadId: string) => {
+    const { thread } = await client.call('thread.get', { threadId });
+    return { state: Object.values(thread.turns)[0]!.approvals[0]!.state, rules: thread.permissions.rules };
+  };
+
+  it('refuses a local process without the page’s cookie: curl cannot approve a call or add a rule, nor read a thread', async () => {
+    const { threadId, approvalId } = await pendingApproval();
+    const approve = JSON.stringify({ threadId, approvalId, decision: 'always' });
+    const json = { 'content-type': 'application/json' };
+    const key = new URL(relay.pageUrl).searchParams.get('key')!;
+    const attempts: Array<[string, Promise<{ status: number; headers: Record<string, unknown> }>, number]> = [
+      ['no cookie, no Origin (curl)', raw('/api/approval.respond', { method: 'POST', headers: { ...json, cookie: '' }, body: approve }), 401],
+      ['a wrong key as the cookie', raw('/api/approval.respond', { method: 'POST', headers: { ...json, cookie: `turnloom_inspector_${relay.port}=${key.replace(/.$/, (c) => (c === 'A' ? 'B' : 'A'))}` }, body: approve }), 403],
+      ['another relay’s cookie', raw('/api/approval.respond', { method: 'POST', headers: { ...json, cookie: `turnloom_inspector_${relay.port + 1}=${key}` }, body: approve }), 401],
+      ['the cookie, from a page on another site', raw('/api/approval.respond', { method: 'POST', headers: { ...json, origin: 'http://attacker.example' }, body: approve }), 403],
+      ['the cookie, from another port of 127.0.0.1 (same site)', raw('/api/approval.respond', { method: 'POST', headers: { ...json, origin: `http://127.0.0.1:${relay.port + 1}`, 'sec-fetch-site': 'same-site' }, body: approve }), 403],
+      ['the stream, without the cookie', raw(`/stream/threads/${threadId}?after=0`, { headers: { cookie: '' } }), 401],
+      ['the stream, for a page on another port', raw(`/stream/threads/${threadId}?after=0`, { headers: { 'sec-fetch-site': 'same-site' } }), 403],
+      ['the page, without the cookie', raw('/', { headers: { cookie: '' } }), 401],
+      ['the charts, without the cookie', raw('/charts.json', { headers: { cookie: '' } }), 401],
+      ['the page, with a wrong key', raw('/?key=not-the-key-0123456789', { headers: { cookie: '' } }), 403],
+    ];
+    for (const [what, attempt, status] of attempts) {
+      const answer = await attempt;
+      expect(`${what}: ${answer.status}`).toBe(`${what}: ${status}`);
+      expect(answer.headers['set-cookie']).toBeUndefined();
+    }
+    expect(await answered(threadId)).toEqual({ state: 'pending', rules: [] });
+  });
+
+  it('trades the printed key for an HttpOnly, SameSite=Strict cookie of its own and a redirect to the clean address; with it the page answers', async () => {
+    const { threadId, approvalId } = await pendingApproval();
+    const key = new URL(relay.pageUrl).searchParams.get('key')!;
+    expect(relay.pageUrl).toBe(`http://127.0.0.1:${relay.port}/?key=${key}`);
+    const opened = await raw(`/threads/${threadId}?key=${key}`, { headers: { cookie: '' } });
+    expect(opened.status).toBe(303);
+    expect(opened.headers.location).toBe(`/threads/${threadId}`);
+    expect(opened.headers['set-cookie']).toEqual([`turnloom_inspector_${relay.port}=${key}; HttpOnly; SameSite=Strict; Path=/`]);
+    const page = (opened.headers['set-cookie'] as string[])[0]!.split(';')[0]!;
+    expect(JSON.parse((await post('approval.respond', { threadId, approvalId, decision: 'once' }, { cookie: page })).body).result).toMatchObject({ threadId });
+    expect((await answered(threadId)).state).toBe('approved');
+
+    // Each start has a key of its own, and each relay a cookie of its own.
+    const other = await new InspectorRelay({ bus: relayBus, prefix: fx.prefix, port: 0 }).start();
+    try {
+      expect(new URL(other.pageUrl).searchParams.get('key')).not.toBe(key);
+      const { cookie: otherCookie } = await openRelayPage(other.pageUrl);
+      expect(otherCookie.startsWith(`turnloom_inspector_${other.port}=`)).toBe(true);
+    } finally {
+      await other.stop();
+    }
   });
 });
