@@ -1,5 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Bus, type BusMessage } from '../../domain/index.ts';
@@ -10,7 +11,9 @@ import { ScriptedProvider } from '../../adapters/providers/scriptedProvider.ts';
 import { decodeLiveBatch } from '../../services/runtime/liveBatch.ts';
 import { type TurnloomServer, startTurnloomServer } from '../../services/turnloomServer.ts';
 import { Worker } from '../../services/worker/worker.ts';
+import { type CliProcess, runCli } from '../support/cliProcess.ts';
 import { type NatsServerHandle, startNatsServer } from '../support/natsServer.ts';
+import { openRelayPage } from '../support/relayPage.ts';
 import { tempDir } from '../support/tempDir.ts';
 
 /**
@@ -200,4 +203,57 @@ describe('a client user and another user’s inbox', () => {
     await expect.poll(() => watch.context.view?.title).toBe('still bob’s');
     watch.close();
   });
+});
+
+describe('the processes as a user starts them, under the shipped permissions and an auth file that binds inboxes', () => {
+  it('runs a turn end to end: serve as engine, worker as worker, a client as client, inspect as inspector', async () => {
+    const own = await startNatsServer({ config: readFileSync(new URL('../../docs/nats/turnloom-permissions.conf', import.meta.url), 'utf8'), env: passwords });
+    const folder = tempDir('turnloom-natsusers-cli-');
+    const inspectorToken = 'inspector-token-0123456789';
+    const authFile = join(folder.path, 'auth.json');
+    writeFileSync(authFile, JSON.stringify({ tokens: { ...tokens, [inspectorToken]: { principal: 'ops', scopes: ['read', 'admin'], inboxPrefix: '_INBOX_inspector' } } }));
+    const scriptFile = join(folder.path, 'script.json');
+    writeFileSync(scriptFile, JSON.stringify({ steps: [[{ text: 'done by a worker user' }]] }));
+    const started: CliProcess[] = [];
+    const start = (args: string[], env: Record<string, string>) => {
+      const cli = runCli(args, { cwd: folder.path, env });
+      started.push(cli);
+      return cli;
+    };
+    const connected: Bus[] = [];
+    try {
+      await start(['serve', '--nats', own.url, '--nats-user', 'engine', '--auth', authFile, '--no-worker', '--data', join(folder.path, 'data')], { TURNLOOM_NATS_PASS: passwords.TURNLOOM_ENGINE_PASSWORD }).waitFor('data:');
+      await start(['worker', '--nats', own.url, '--nats-user', 'worker', '--inbox-prefix', '_INBOX_worker', '--workspace', folder.path, '--script', scriptFile], {
+        TURNLOOM_NATS_PASS: passwords.TURNLOOM_WORKER_PASSWORD,
+      }).waitFor('environment default');
+      const inspect = start(['inspect', '--nats', own.url, '--nats-user', 'inspector', '--inbox-prefix', '_INBOX_inspector', '--port', '0'], {
+        TURNLOOM_NATS_PASS: passwords.TURNLOOM_INSPECTOR_PASSWORD,
+        TURNLOOM_TOKEN: inspectorToken,
+      });
+      await inspect.waitFor(/\?key=/);
+
+      const bus = await NatsBus.connect({ servers: own.url, user: 'client', pass: passwords.TURNLOOM_CLIENT_PASSWORD, inboxPrefix: '_INBOX_client' });
+      connected.push(bus);
+      const alice = new TurnloomClient(bus, { token: ALICE });
+      const { threadId } = await alice.call('thread.create', { title: 'under the shipped permissions' });
+      const watch = await alice.watchThread(threadId);
+      const typed: string[] = [];
+      watch.onLive((delta) => typed.push(delta.text));
+      const { turnId } = await alice.call('turn.start', { threadId, input: { text: 'go' } });
+      await expect.poll(() => watch.context.view?.turns[turnId]?.state, { timeout: 30_000 }).toBe('completed');
+      expect(watch.context.view!.turns[turnId]!.messages[1].parts[0]!.text).toBe('done by a worker user');
+      expect(typed.join('')).toBe('done by a worker user');
+      watch.close();
+
+      // The inspector's page, opened with the printed key, lists alice's thread through its own token and inbox.
+      const page = await openRelayPage(/http:\/\/127\.0\.0\.1:\d+\/\?key=[A-Za-z0-9_-]+/.exec(inspect.output())![0]);
+      const listed = (await (await page.fetch('api/thread.list', { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' })).json()) as { result: { threads: Array<{ id: string }> } };
+      expect(listed.result.threads.map((thread) => thread.id)).toContain(threadId);
+    } finally {
+      await Promise.all(started.map((cli) => cli.kill('SIGTERM')));
+      await Promise.all(connected.map((bus) => bus.close()));
+      await own.dispose();
+      folder.remove();
+    }
+  }, 120_000);
 });
