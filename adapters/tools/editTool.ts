@@ -25,7 +25,7 @@ export const editTool = defineTool({
   input,
   subject: ({ path }, workspace) => workspace.subject(path),
   async run({ path, oldText, newText, replaceAll = false }, { workspace, signal }) {
-    const file = await workspace.resolve(path);
+    const file = await workspace.resolveWritable(path);
     const text = await readFile(file.real, { encoding: 'utf8', signal });
     const count = occurrences(text, oldText);
     if (count === 0) throw new ToolError(`oldText not found in ${file.relative}`);

@@ -17,7 +17,7 @@ export const writeTool = defineTool({
   input,
   subject: ({ path: file }, workspace) => workspace.subject(file),
   async run({ path: file, content }, { workspace, signal }) {
-    const target = await workspace.resolve(file);
+    const target = await workspace.resolveWritable(file);
     await mkdir(path.dirname(target.real), { recursive: true });
     await writeFile(target.real, content, { signal });
     return `wrote ${Buffer.byteLength(content)} bytes to ${target.relative}`;
