@@ -47,6 +47,10 @@ describe('glob patterns', () => {
     ['*a*a*b', 'xaxxab', true],
     ['*a*a*b', 'aab/b', false],
     ['naïve-*.md', 'naïve-notes.md', true],
+    // Where the RegExp translation differed: `?` is one code point (as ripgrep counts), and `**` spans a newline in a name as `*` always did.
+    ['?.txt', '😀.txt', true],
+    ['**', 'a\nb/c', true],
+    ['*', 'line\nbreak', true],
   ];
 
   it.each(cases)('%s on %s is %s', (glob, path, expected) => {
