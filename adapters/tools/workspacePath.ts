@@ -1,4 +1,4 @@
-import { realpathSync } from 'node:fs';
+import { realpathSync, statSync } from 'node:fs';
 import { readlink, realpath, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { ToolError } from './toolError.ts';
@@ -74,11 +74,14 @@ export class Workspace {
   /** The root as given, for absolute paths the model copies from it. */
   readonly root: string;
   readonly realRoot: string;
+  /** The device the root is on: a file on another one is under a mount, which may show anything. */
+  readonly device: number;
 
   /** Throws when `root` does not exist: a workspace is made for a folder that is there. */
   constructor(root: string) {
     this.root = path.resolve(root);
     this.realRoot = realpathSync(this.root);
+    this.device = statSync(this.realRoot).dev;
   }
 
   /** Where `input` points by its text alone, under the real root; null when it leaves the workspace. */
