@@ -36,7 +36,7 @@ export function writeHook(folder: string, name: string, command: string): void {
   chmodSync(join(folder, name), 0o755);
 }
 
-/** Hooks that the git commands of a checkpoint (add, read-tree, update-ref), or the user's next commit, would run. */
+/** Hooks that a checkpoint's git (add, update-ref) or the user's own next checkout or commit would run. */
 export const hookNames = ['post-index-change', 'reference-transaction', 'post-checkout', 'pre-commit'];
 
 /**
