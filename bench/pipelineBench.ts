@@ -186,7 +186,7 @@ class Pipeline {
     const pipeline = new Pipeline(server, provider, client, threadIds);
     const follower = teardown.keep('follower connection', await connect({ servers: url }), (nc) => nc.close());
     for (const threadId of threadIds) {
-      follower.subscribe(server.subjects.live(threadId), {
+      follower.subscribe(server.subjects.liveOf(threadId), {
         callback: (_error, msg) => {
           // One message holds what a turn typed in one iteration of the worker's event loop; each delta is timed on its own.
           for (const delta of decodeLiveBatch(msg.data)) pipeline.observed?.onLive(delta);

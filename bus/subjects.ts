@@ -19,14 +19,33 @@ export interface Subjects {
   /** Committed thread events, each carrying its per-thread sequence: `<p>.v1.evt.<threadId>`. */
   events(threadId: string): string;
   readonly eventsAll: string;
-  /** Ephemeral live deltas (the typing effect), never stored: `<p>.v1.live.<threadId>`. */
-  live(threadId: string): string;
-  readonly liveAll: string;
+  /**
+   * Ephemeral live deltas (the typing effect), never stored, as the holder of
+   * the lease with this key hash sends them:
+   * `<p>.v1.live.<environment>.<threadId>.<channel>`, the channel being the
+   * start of the key hash. The environment lets NATS permissions keep a
+   * worker user to its own environments; the channel is known, among those
+   * who may publish live deltas, to the lease holder alone (the worker chose
+   * the key; the engine records only its hash, in `turn.leased`), and anyone
+   * who reads the thread's log can compute the subject its deltas must come on.
+   */
+  live(environment: string, threadId: string, keyHash: string): string;
+  /** Every live subject of one thread, to subscribe to: `<p>.v1.live.*.<threadId>.*`. */
+  liveOf(threadId: string): string;
   /** Lifecycle actor snapshots as they change, for the live chart view: `<p>.v1.inspect.<threadId>`. */
   inspect(threadId: string): string;
-  /** Worker → engine request/reply (hello, claim, record, settle, side work, thread reads): `<p>.v1.worker.<method>`. */
-  worker(method: string): string;
+  /**
+   * Worker → engine request/reply (hello, claim, record, settle, side work,
+   * thread reads) for the workers of one environment:
+   * `<p>.v1.worker.<environment>.<method>`. NATS 2.9 tells a responder nothing
+   * of who published a request, so the subject is what binds a worker user
+   * to its environments: permissions grant it its own, the engine refuses a
+   * message whose body names another.
+   */
+  worker(environment: string, method: string): string;
   readonly workerAll: string;
+  /** The environment and the method of a subject under `workerAll`, or `undefined` when it is not one. */
+  workerMethodOf(subject: string): { environment: string; method: string } | undefined;
   /** Turns waiting for a worker of an environment, offered to all of them: `<p>.v1.work.offer.<environment>`. */
   offers(environment: string): string;
   /** Work on an environment's workspace a worker does for the API (restoring a checkpoint), to one of them: `<p>.v1.work.task.<environment>`. */
@@ -48,11 +67,17 @@ export function subjects(prefix = 'turnloom'): Subjects {
     apiAll: `${base}.api.>`,
     events: (threadId) => `${base}.evt.${withId('threadId', threadId)}`,
     eventsAll: `${base}.evt.*`,
-    live: (threadId) => `${base}.live.${withId('threadId', threadId)}`,
-    liveAll: `${base}.live.*`,
+    live: (environment, threadId, keyHash) => `${base}.live.${withId('environment', environment)}.${withId('threadId', threadId)}.${withId('keyHash', keyHash).slice(0, 32)}`,
+    liveOf: (threadId) => `${base}.live.*.${withId('threadId', threadId)}.*`,
     inspect: (threadId) => `${base}.inspect.${withId('threadId', threadId)}`,
-    worker: (method) => `${base}.worker.${method}`,
+    worker: (environment, method) => `${base}.worker.${withId('environment', environment)}.${method}`,
     workerAll: `${base}.worker.>`,
+    workerMethodOf: (subject) => {
+      const rest = subject.startsWith(`${base}.worker.`) ? subject.slice(`${base}.worker.`.length) : '';
+      const dot = rest.indexOf('.');
+      const environment = rest.slice(0, dot);
+      return dot > 0 && idPattern.test(environment) ? { environment, method: rest.slice(dot + 1) } : undefined;
+    },
     offers: (environment) => `${base}.work.offer.${withId('environment', environment)}`,
     workspaceTasks: (environment) => `${base}.work.task.${withId('environment', environment)}`,
     engineClaim: `${base}.engine.claim`,

@@ -41,7 +41,7 @@ export async function inspectCommand(args: string[]): Promise<number> {
   const bus = await connectNats(nats, 'turnloom-inspect', inboxPrefix);
   try {
     const relay = await startRelay({ bus, prefix, port, ...(token ? { token } : {}) }, '--port');
-    console.log(`turnloom inspect: ${relay.url} (engine on ${nats.display}, prefix ${prefix})`);
+    console.log(`turnloom inspect: ${relay.pageUrl} (engine on ${nats.display}, prefix ${prefix})`);
     for (const warning of nats.warnings) console.warn(`  ${warning}`);
     // The page works without an engine and catches up when one answers; say so rather than show an empty page.
     await new TurnloomClient(bus, { prefix, timeoutMs: 2_000 }).call('health', {}).catch((error: Error) => {

@@ -24,7 +24,8 @@ export const serveUsage = `turnloom serve [options]
   --data DIR          LMDB data folder (default: one for the workspace under $XDG_DATA_HOME/turnloom, the same
                       folder \`turnloom run\` uses there; never inside the workspace)
   --prefix P          subject prefix (default turnloom)
-  --auth FILE         tokens and scopes as JSON: {"tokens":{"<token>":{"principal":"alice","scopes":["read","operate"]}}}
+  --auth FILE         tokens and scopes as JSON: {"tokens":{"<token>":{"principal":"alice","scopes":["read","operate"]}}};
+                      "inboxPrefix":"_INBOX_alice" in an entry: answers to that token go only to that inbox space
   --script FILE       script for the scripted provider (see docs/providers.md)
   --max-payload N     largest request in bytes (default 1048576, or the NATS server's max_payload if smaller;
                       at least ${MIN_MAX_PAYLOAD}, at most the server's max_payload)
@@ -139,13 +140,13 @@ export async function serveCommand(args: string[]): Promise<number> {
 
   try {
     console.log(`turnloom ${VERSION} serving on ${nats ? nats.display : 'the in-process bus (pass --nats URL to serve other processes)'}`);
-    console.log(`  API: ${server.subjects.prefix}.v1.api.<method>  events: ${server.subjects.prefix}.v1.evt.<threadId>  live: ${server.subjects.prefix}.v1.live.<threadId>`);
+    console.log(`  API: ${server.subjects.prefix}.v1.api.<method>  events: ${server.subjects.prefix}.v1.evt.<threadId>  live: ${server.subjects.prefix}.v1.live.<environment>.<threadId>.<lease channel>`);
     console.log(`  data: ${dataDir}`);
     console.log(`  ${values['no-worker'] ? 'no local worker (--no-worker): turns wait for `turnloom worker` processes' : `local worker ${server.worker!.workerId}; ${setup.summary}; ${workspace!.summary}`}`);
     if (workspace?.isolationWarning) console.warn(`  ${workspace.isolationWarning}`);
     console.log(`  auth: ${auth ? `${Object.keys(auth.tokens).length} tokens` : 'open (every caller has every scope)'}`);
     for (const warning of nats?.warnings ?? []) console.warn(`  ${warning}`);
-    if (relay) console.log(`  inspector: ${relay.url}`);
+    if (relay) console.log(`  inspector: ${relay.pageUrl}`);
     if (nats && !auth) console.warn('  warning: no --auth file, so anyone who can reach this NATS server can do anything');
 
     await untilSignal('finishing requests in flight, settling running turns, closing the store…');

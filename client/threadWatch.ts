@@ -31,8 +31,9 @@ export interface ThreadWatchOptions {
    * How events arrive. `api` (default): `thread.watch` delivers them to this
    * connection's own inbox after the server checked the token, which works
    * for clients that may not subscribe to raw event subjects. `subjects`:
-   * subscribe to `<p>.v1.evt.<thread>` and `<p>.v1.live.<thread>` directly
-   * (trusted processes, one hop less).
+   * subscribe to `<p>.v1.evt.<thread>` and the thread's live subjects
+   * directly (trusted processes, one hop less; live deltas are taken only
+   * from the channel of the open turn's lease, as this view has it).
    */
   via?: 'api' | 'subjects';
 }
@@ -188,7 +189,13 @@ export class ThreadWatch {
   onLive(listener: LiveListener): () => void {
     this.liveListeners.add(listener);
     if (this.via === 'subjects' && !this.liveSubscription) {
-      this.liveSubscription = this.client.bus.subscribe(this.client.subjects.live(this.threadId), (message) => this.hearLive(message));
+      const { bus, subjects } = this.client;
+      this.liveSubscription = bus.subscribe(subjects.liveOf(this.threadId), (message) => {
+        // Only the open turn's lease holder knows the subject its deltas come on; whatever else names this thread is dropped.
+        const view = this.context.view;
+        const lease = view?.openTurnId ? view.turns[view.openTurnId]?.lease : null;
+        if (lease && message.subject === subjects.live(view!.environment, this.threadId, lease.keyHash)) this.hearLive(message);
+      });
     }
     return () => this.liveListeners.delete(listener);
   }

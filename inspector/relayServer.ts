@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { type IncomingMessage, type Server, type ServerResponse, createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { type Bus, TurnloomError } from '../domain/index.ts';
@@ -6,7 +7,7 @@ import { TurnloomClient } from '../client/index.ts';
 import type { ApiMethod } from '../services/api/index.ts';
 import { layoutCharts } from './chartLayout.ts';
 import { readPageFile } from './pageFiles.ts';
-import { isOwnHost, isOwnPost } from './requestGuards.ts';
+import { cookieOf, isOwnHost, isOwnOrigin, isOwnPost, sameKey } from './requestGuards.ts';
 import { type StreamMessage, ThreadStream } from './threadStream.ts';
 
 export interface RelayOptions {
@@ -16,7 +17,16 @@ export interface RelayOptions {
   token?: string;
   /** 0 picks a free port. */
   port: number;
+  /**
+   * The page's key (default: a new random one at every start). Only a
+   * browser that opened the page with it (`pageUrl`) holds the cookie every
+   * other request needs; a relay started again with the same key keeps the
+   * pages it served working.
+   */
+  key?: string;
 }
+
+const keyPattern = /^[A-Za-z0-9_-]{16,128}$/;
 
 /** What the page may ask of the API: reads, and answering or stopping what it shows. */
 const pageMethods = new Set<ApiMethod>([
@@ -77,11 +87,19 @@ function startSeq(request: IncomingMessage, url: URL): number | undefined {
 /**
  * The inspector's local web server: the page and its assets, the four charts
  * laid out, the API for the page (with the relay's token), and one live
- * stream per open thread. Bound to 127.0.0.1; see docs/inspector.md.
+ * stream per open thread. Bound to 127.0.0.1, and to the one browser that
+ * opened `pageUrl`; see docs/inspector.md.
  */
 export class InspectorRelay {
   private readonly options: RelayOptions;
   private readonly client: TurnloomClient;
+  /**
+   * The secret a request must show (as the page's cookie) before the relay
+   * lends it its token. Any local process, or another local user, can reach
+   * 127.0.0.1 and read the page itself, so nothing in the page can be the
+   * secret: only the address printed for the person who started the relay.
+   */
+  readonly key: string;
   /** Open page streams, each ended cleanly on stop so a browser reconnects instead of reporting a broken response. */
   private readonly streams = new Map<ThreadStream, ServerResponse>();
   private server: Server | undefined;
@@ -90,11 +108,23 @@ export class InspectorRelay {
 
   constructor(options: RelayOptions) {
     this.options = options;
+    if (options.key !== undefined && !keyPattern.test(options.key)) throw new TurnloomError('invalid_payload', `an inspector key is 16-128 letters, digits, "_" or "-"`);
+    this.key = options.key ?? randomBytes(24).toString('base64url');
     this.client = new TurnloomClient(options.bus, { ...(options.prefix ? { prefix: options.prefix } : {}), ...(options.token ? { token: options.token } : {}) });
   }
 
   get url(): string {
     return `http://127.0.0.1:${this.port}/`;
+  }
+
+  /** Where a person opens the page: its key rides along once, and the first load trades it for the page's cookie. */
+  get pageUrl(): string {
+    return `${this.url}?key=${this.key}`;
+  }
+
+  /** Cookies do not tell ports apart: one name per relay, so two relays on one machine do not overwrite each other's. */
+  private get cookieName(): string {
+    return `turnloom_inspector_${this.port}`;
   }
 
   async start(): Promise<this> {
@@ -139,9 +169,15 @@ export class InspectorRelay {
     if (!isOwnHost(request, this.port)) return sendJson(response, 403, errorBody('forbidden', 'this relay answers only on its own address (127.0.0.1)'));
     const url = new URL(request.url ?? '/', this.url);
     const path = url.pathname;
+    const reading = request.method === 'GET' || request.method === 'HEAD';
+    const page = path === '/' || /^\/threads\/[^/]+$/.test(path);
+    if (reading && page && url.searchParams.has('key')) return this.admit(response, url);
+    const held = cookieOf(request, this.cookieName);
+    if (held === undefined) return sendJson(response, 401, errorBody('unauthorized', 'open the inspector at the address turnloom printed (with its ?key=…): only that page may use this relay'));
+    if (!sameKey(held, this.key)) return sendJson(response, 403, errorBody('forbidden', 'this page was opened with another key (the relay restarted?): open the address turnloom printed'));
     if (request.method === 'POST' && path.startsWith('/api/')) return this.callApi(request, response, path.slice('/api/'.length));
-    if (request.method !== 'GET' && request.method !== 'HEAD') return sendJson(response, 405, errorBody('invalid_payload', `${request.method} is not served here`));
-    if (path === '/' || /^\/threads\/[^/]+$/.test(path)) return this.sendFile(response, 'index.html');
+    if (!reading) return sendJson(response, 405, errorBody('invalid_payload', `${request.method} is not served here`));
+    if (page) return this.sendFile(response, 'index.html');
     if (path.startsWith('/assets/')) return this.sendFile(response, path.slice('/assets/'.length));
     if (path === '/charts.json') {
       this.charts ??= JSON.stringify({ machines: layoutCharts() });
@@ -150,8 +186,22 @@ export class InspectorRelay {
       return;
     }
     const stream = /^\/stream\/threads\/([^/]+)$/.exec(path);
+    if (stream && !isOwnOrigin(request)) return sendJson(response, 403, errorBody('forbidden', 'only the inspector page may follow a thread here'));
     if (stream) return this.openStream(request, response, url, decodeURIComponent(stream[1]!));
     sendJson(response, 404, errorBody('not_found', `nothing at ${path}`));
+  }
+
+  /** The page opened with the printed address: a right key becomes the page's cookie, and the key leaves the address bar. */
+  private admit(response: ServerResponse, url: URL): void {
+    if (!sameKey(url.searchParams.get('key') ?? '', this.key)) return sendJson(response, 403, errorBody('forbidden', 'wrong key: open the address turnloom printed'));
+    url.searchParams.delete('key');
+    response.writeHead(303, {
+      location: `${url.pathname}${url.search}`,
+      'set-cookie': `${this.cookieName}=${this.key}; HttpOnly; SameSite=Strict; Path=/`,
+      'cache-control': 'no-store',
+      'referrer-policy': 'no-referrer',
+    });
+    response.end();
   }
 
   private async sendFile(response: ServerResponse, name: string): Promise<void> {

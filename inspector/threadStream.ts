@@ -1,7 +1,7 @@
 import { type BusMessage, type BusStatus, type BusSubscription, type StoredEvent, TurnloomError } from '../domain/index.ts';
 import { MSGPACK, decode } from '../bus/index.ts';
 import type { ApiCaller } from '../client/index.ts';
-import { decodeLiveBatch } from '../services/runtime/liveBatch.ts';
+import { LeaseLive, decodeLiveBatch } from '../services/runtime/liveBatch.ts';
 import type { LiveDelta } from '../services/runtime/stepIngestion.ts';
 
 /** What the page hears, as server-sent events (see docs/inspector.md). */
@@ -25,10 +25,11 @@ const fatal = new Set(['not_found', 'forbidden', 'unauthorized', 'invalid_payloa
 
 /**
  * Follows one thread for one page: its committed events in order, each once,
- * from `after`, then live; its live deltas and inspection records as they
- * come. Subscribes before paging the log, so nothing falls between the two;
- * a gap in the sequence, a reconnection of the bus or the poll pages again
- * from the last event sent.
+ * from `after`, then live; the live deltas of its open turn's lease (from
+ * that lease's channel alone) and its inspection records as they come.
+ * Subscribes before paging the log, so nothing falls between the two; a gap
+ * in the sequence, a reconnection of the bus or the poll pages again from
+ * the last event sent.
  */
 export class ThreadStream {
   private readonly api: ApiCaller;
@@ -46,6 +47,9 @@ export class ThreadStream {
   private allowed = false;
   /** Deliveries to the page, one at a time, in order. */
   private queue: Promise<void> = Promise.resolve();
+  /** Where the open turn's lease sends live deltas, as of thread sequence `leaseSeq` (`null` until the thread was read): nothing else on its live subjects passes. */
+  private lease: LeaseLive | null = null;
+  private leaseSeq = 0;
 
   constructor(api: ApiCaller, threadId: string, after: number, sink: StreamSink) {
     this.api = api;
@@ -58,7 +62,9 @@ export class ThreadStream {
     const { bus, subjects } = this.api;
     this.subscriptions.push(
       bus.subscribe(subjects.events(this.threadId), (message) => this.onEvent(message)),
-      bus.subscribe(subjects.live(this.threadId), (message) => this.forward(message, (data) => ({ kind: 'live', deltas: decodeLiveBatch(data) }))),
+      bus.subscribe(subjects.liveOf(this.threadId), (message) => {
+        if (this.lease?.accepts(message.subject)) this.forward(message, (data) => ({ kind: 'live', deltas: decodeLiveBatch(data) }));
+      }),
       bus.subscribe(subjects.inspect(this.threadId), (message) => this.forward(message, (data) => ({ kind: 'inspect', inspection: decode(data, MSGPACK) }))),
     );
     this.stopStatus = bus.onStatus((status) => {
@@ -122,7 +128,32 @@ export class ThreadStream {
 
   private send(event: StoredEvent): void {
     this.lastSent = event.threadSeq;
+    if (this.lease && event.threadSeq > this.leaseSeq) {
+      this.lease.follow(event.event);
+      this.leaseSeq = event.threadSeq;
+    }
     this.deliver({ kind: 'event', event });
+  }
+
+  /**
+   * The thread's environment and its open turn's lease, once, before the log
+   * is paged (a stream that resumes after `after` never sees a lease taken
+   * before it); events past the thread's sequence then keep it current.
+   */
+  private async readLease(): Promise<void> {
+    try {
+      const { thread } = await this.api.call('thread.get', { threadId: this.threadId, turns: 1 });
+      const held = thread.openTurnId ? thread.turns[thread.openTurnId]?.lease : null;
+      this.lease = new LeaseLive(this.api.subjects, thread.environment, this.threadId, held?.keyHash ?? null);
+      this.leaseSeq = thread.seq;
+    } catch (error) {
+      if (!(error instanceof TurnloomError && error.code === 'unavailable' && typeof error.details.size === 'number')) throw error;
+      // An open turn too large for one answer: the environment is in the thread's first event, and typing shows from the next lease on.
+      const [created] = (await this.api.call('thread.events', { threadId: this.threadId, after: 0, limit: 1 })).events;
+      if (created?.event.type !== 'thread.created') throw new TurnloomError('internal', `thread ${this.threadId} does not begin with thread.created`);
+      this.lease = new LeaseLive(this.api.subjects, created.event.environment, this.threadId, null);
+      this.leaseSeq = this.lastSent;
+    }
   }
 
   /** Pages the log from the last event sent until it is read to the end; one run at a time. */
@@ -151,6 +182,7 @@ export class ThreadStream {
   }
 
   private async readLog(): Promise<void> {
+    if (!this.lease) await this.readLease();
     for (;;) {
       this.again = false;
       const { events } = await this.api.call('thread.events', { threadId: this.threadId, after: this.lastSent, limit: PAGE });

@@ -70,8 +70,15 @@ export async function startTurnloomServer(options: TurnloomServerOptions): Promi
     unpublishInspections();
   };
   const watches = new ThreadWatches(options.bus, subjects, options.watches).start(engine);
-  // A worker that ran on this host in a process that is gone (the one that held the data folder before, say) holds nothing.
-  const gateway = new WorkerGateway(options.bus, subjects, engine, watches, { processGone: (process) => !isAlive(process), ...options.workers, maxPayloadBytes });
+  const auth = new Authenticator(options.auth ?? null);
+  const gateway = new WorkerGateway(options.bus, subjects, engine, watches, {
+    // A worker that ran on this host in a process that is gone (the one that held the data folder before, say) holds nothing.
+    processGone: (process) => !isAlive(process),
+    // Workers carry no token: their answers go to no inbox space a principal is bound to.
+    mayReplyTo: (reply) => auth.mayReplyTo(null, reply),
+    ...options.workers,
+    maxPayloadBytes,
+  });
   let api: ApiServer;
   try {
     api = await new ApiServer({
@@ -80,7 +87,7 @@ export async function startTurnloomServer(options: TurnloomServerOptions): Promi
       subjects,
       watches,
       workers: gateway,
-      auth: new Authenticator(options.auth ?? null),
+      auth,
       defaultProvider: options.defaultProvider ?? { name: 'scripted', model: null },
       ...(options.providers ? { providers: Object.keys(options.providers) } : {}),
       maxPayloadBytes,

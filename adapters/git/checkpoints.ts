@@ -1,10 +1,11 @@
-import { resolve } from 'node:path';
+import { realpathSync } from 'node:fs';
+import { isAbsolute, relative, resolve } from 'node:path';
 import { capPatch } from './capPatch.ts';
 import { checkpointRefName, checkpointRefPrefix, parseCheckpointRefName, threadRefPrefix, type Which } from './checkpointRefs.ts';
 import { type CapturedTree, type CheckpointDiff, type FileChanges, type RevertedTurn, TurnloomError, type WorkspaceCheckpoints, summarizeChanges } from '../../domain/index.ts';
 import { candidatePathspecs, excludedPathspecs, excludedPaths, foldersAbove, includedPathspecs } from './dataFolders.ts';
 import { fileChangeArgs, parseFileChanges } from './fileChanges.ts';
-import { runGit, type GitOptions } from './runGit.ts';
+import { type Git, type GitPlace, gitFor, runGit } from './runGit.ts';
 import { withTemporaryIndex } from './temporaryIndex.ts';
 
 export interface CheckpointRef {
@@ -49,6 +50,7 @@ const plainDiff = ['--literal-pathspecs', 'diff', '--no-color', '--no-ext-diff',
 export class Checkpoints implements WorkspaceCheckpoints {
   private constructor(
     readonly root: string,
+    private readonly place: GitPlace,
     private readonly indexPath: string,
     private readonly excludedFolders: readonly string[],
   ) {}
@@ -56,7 +58,7 @@ export class Checkpoints implements WorkspaceCheckpoints {
   /** The top folder of the git work tree `dir` is in; `null` when it is in none (or git is missing). */
   static async topLevel(dir: string): Promise<string | null> {
     try {
-      return (await runGit(dir, ['rev-parse', '--show-toplevel'])).trim();
+      return (await runGit({ cwd: dir }, ['rev-parse', '--show-toplevel'])).trim();
     } catch {
       return null;
     }
@@ -65,33 +67,37 @@ export class Checkpoints implements WorkspaceCheckpoints {
   /** null when `dir` is not inside a git work tree (or git is missing). */
   static async open(dir: string, options: CheckpointsOptions = {}): Promise<Checkpoints | null> {
     const root = await Checkpoints.topLevel(dir);
-    if (root === null) return null;
+    // A repository whose config (core.worktree) puts its work tree somewhere else is not this folder's.
+    if (root === null || !contains(root, realpathSync(dir))) return null;
+    const gitDir = (await runGit({ cwd: root }, ['rev-parse', '--absolute-git-dir'])).trim();
+    const place = { cwd: root, repository: { gitDir, workTree: root } };
     // Linked worktrees keep their index under the main repository's git dir.
-    const indexPath = resolve(root, (await runGit(root, ['rev-parse', '--git-path', 'index'])).trim());
-    return new Checkpoints(root, indexPath, (options.exclude ?? []).map((folder) => resolve(folder)));
+    const indexPath = resolve(root, (await runGit(place, ['rev-parse', '--git-path', 'index'])).trim());
+    return new Checkpoints(root, place, indexPath, (options.exclude ?? []).map((folder) => resolve(folder)));
   }
 
   async capture(threadId: string, turnId: string, which: Which): Promise<CheckpointRef> {
-    const tree = await withTemporaryIndex(this.indexPath, async (env) => this.stageWorkTree(env, await this.excluded(env, { ignored: false })));
-    return this.keep(threadId, turnId, which, tree);
+    const git = await gitFor(this.place);
+    const tree = await withTemporaryIndex(this.indexPath, async (env) => this.stageWorkTree(git, env, await this.excluded(git, env, { ignored: false })));
+    return this.keep(git, threadId, turnId, which, tree);
   }
 
   /** Commits `tree` (on HEAD, so it reads as a change from the branch) and keeps it under its hidden ref. */
-  private async keep(threadId: string, turnId: string, which: Which, tree: string): Promise<CheckpointRef> {
+  private async keep(git: Git, threadId: string, turnId: string, which: Which, tree: string): Promise<CheckpointRef> {
     const ref = checkpointRefName(threadId, turnId, which);
-    const head = await this.commitOrNull('HEAD');
+    const head = await this.commitOrNull(git, 'HEAD');
     const parent = head === null ? [] : ['-p', head];
     // Quoted: ids may hold spaces, newlines or NUL, which an argv string cannot carry.
     const message = `turnloom checkpoint ${JSON.stringify(threadId)} ${JSON.stringify(turnId)} ${which}`;
-    const commit = (await this.git(['commit-tree', '--no-gpg-sign', ...parent, '-m', message, tree], { env: identity })).trim();
-    await this.git(['update-ref', ref, commit]);
+    const commit = (await git(['commit-tree', '--no-gpg-sign', ...parent, '-m', message, tree], { env: identity })).trim();
+    await git(['update-ref', ref, commit]);
     return { threadId, turnId, which, ref, commit };
   }
 
   /** Sorted by ref name; every thread's when threadId is omitted. */
   async list(threadId?: string): Promise<CheckpointRef[]> {
     const prefix = threadId === undefined ? checkpointRefPrefix : threadRefPrefix(threadId);
-    const output = await this.git(['for-each-ref', '--sort=refname', '--format=%(refname)%00%(objectname)', prefix]);
+    const output = await runGit(this.place, ['for-each-ref', '--sort=refname', '--format=%(refname)%00%(objectname)', prefix]);
     const refs: CheckpointRef[] = [];
     for (const line of output.split('\n')) {
       const [ref = '', commit = ''] = line.split('\0');
@@ -102,19 +108,21 @@ export class Checkpoints implements WorkspaceCheckpoints {
   }
 
   async ignored(paths: readonly string[]): Promise<string[]> {
+    const git = await gitFor(this.place);
     const found: string[] = [];
     // One path a call: check-ignore quotes what it prints unless it reads its paths from stdin; exit 1 (no output) is "not ignored".
-    for (const path of paths) if ((await this.git(['check-ignore', '--', path], { emptyOnExit: [1] })).trim() !== '') found.push(path);
+    for (const path of paths) if ((await git(['check-ignore', '--', path], { emptyOnExit: [1] })).trim() !== '') found.push(path);
     return found;
   }
 
   /** Unified diff between two commit ids. */
   async diff(from: string, to: string, options: DiffOptions = {}): Promise<CheckpointDiff> {
-    const [fromCommit, toCommit] = await Promise.all([this.commitId(from), this.commitId(to)]);
+    const git = await gitFor(this.place);
+    const [fromCommit, toCommit] = await Promise.all([this.commitId(git, from), this.commitId(git, to)]);
     const pathspec = options.path === undefined ? [] : ['--', options.path];
     const [summary, patch] = await Promise.all([
-      this.git([...plainDiff, ...fileChangeArgs, fromCommit, toCommit, ...pathspec]),
-      this.git([...plainDiff, fromCommit, toCommit, ...pathspec]),
+      git([...plainDiff, ...fileChangeArgs, fromCommit, toCommit, ...pathspec]),
+      git([...plainDiff, fromCommit, toCommit, ...pathspec]),
     ]);
     return { ...summarizeChanges(parseFileChanges(summary), options.maxFiles ?? DEFAULT_MAX_FILES), ...capPatch(patch, options.maxChars ?? 100_000) };
   }
@@ -131,15 +139,16 @@ export class Checkpoints implements WorkspaceCheckpoints {
    * overwrites is lost.
    */
   async undo(turns: readonly RevertedTurn[], options: UndoOptions): Promise<UndoResult> {
-    const plan = await this.undoPlan(turns);
+    const git = await gitFor(this.place);
+    const plan = await this.undoPlan(git, turns);
     return withTemporaryIndex(this.indexPath, async (env) => {
       // Ignored data folders count too: an older checkpoint may hold files of a folder ignored since.
-      const excluded = await this.excluded(env, { ignored: true });
-      const current = await this.stageWorkTree(env, excluded);
+      const excluded = await this.excluded(git, env, { ignored: true });
+      const current = await this.stageWorkTree(git, env, excluded);
       // A file where a left-out folder's parent now is would replace the folder, database and all.
       const above = new Set(foldersAbove(excluded));
       const left = (path: string) => above.has(path) || excluded.some((out) => path === out || path.startsWith(`${out}/`));
-      const now = await this.treeEntries(current);
+      const now = await this.treeEntries(git, current);
       const paths = [...plan.keys()].filter((path) => !left(path));
       const conflicts = paths.filter((path) => !sameEntry(now.get(path), plan.get(path)!.expected));
       if (conflicts.length > 0 && !options.force) {
@@ -148,22 +157,22 @@ export class Checkpoints implements WorkspaceCheckpoints {
           conflicts: conflicts.length,
         });
       }
-      const saved = await this.keep(options.saveAs.threadId, options.saveAs.id, 'reverted', current);
-      const wanted = await this.treeWith(current, paths.map((path) => ({ path, entry: plan.get(path)!.target })));
-      const changes = parseFileChanges(await this.git([...plainDiff, ...fileChangeArgs, current, wanted]));
+      const saved = await this.keep(git, options.saveAs.threadId, options.saveAs.id, 'reverted', current);
+      const wanted = await this.treeWith(git, current, paths.map((path) => ({ path, entry: plan.get(path)!.target })));
+      const changes = parseFileChanges(await git([...plainDiff, ...fileChangeArgs, current, wanted]));
       // The temporary index matches the work tree, and `wanted` differs from it only in the turns' files: the
       // reset rewrites exactly those (with their modes), deletes those the turns had added, and leaves the rest.
-      await this.git(['read-tree', '--reset', '-u', wanted], { env });
+      await git(['read-tree', '--reset', '-u', wanted], { env });
       return { changes: summarizeChanges(changes, options.maxFiles ?? DEFAULT_MAX_FILES), saved: { ref: saved.ref, commit: saved.commit } };
     });
   }
 
   /** For every file the turns changed: how the first that changed it found it, and how the last left it. */
-  private async undoPlan(turns: readonly RevertedTurn[]): Promise<Map<string, { target: TreeEntry | null; expected: TreeEntry | null }>> {
+  private async undoPlan(git: Git, turns: readonly RevertedTurn[]): Promise<Map<string, { target: TreeEntry | null; expected: TreeEntry | null }>> {
     const plan = new Map<string, { target: TreeEntry | null; expected: TreeEntry | null }>();
     for (const turn of turns) {
-      const [before, after] = await Promise.all([this.commitId(turn.before), this.commitId(turn.after)]);
-      for (const change of parseRawDiff(await this.git(['diff', '--raw', '--no-abbrev', '-z', '--no-renames', '--no-ext-diff', '--no-textconv', before, after]))) {
+      const [before, after] = await Promise.all([this.commitId(git, turn.before), this.commitId(git, turn.after)]);
+      for (const change of parseRawDiff(await git(['diff', '--raw', '--no-abbrev', '-z', '--no-renames', '--no-ext-diff', '--no-textconv', before, after]))) {
         const known = plan.get(change.path);
         plan.set(change.path, { target: known ? known.target : change.before, expected: change.after });
       }
@@ -172,32 +181,32 @@ export class Checkpoints implements WorkspaceCheckpoints {
   }
 
   /** Every file of a tree, by path. */
-  private async treeEntries(tree: string): Promise<Map<string, TreeEntry>> {
+  private async treeEntries(git: Git, tree: string): Promise<Map<string, TreeEntry>> {
     const entries = new Map<string, TreeEntry>();
-    for (const { mode, type, object, path } of parseTreeEntries(await this.git(['ls-tree', '-r', '-z', '--full-tree', tree]))) {
+    for (const { mode, type, object, path } of parseTreeEntries(await git(['ls-tree', '-r', '-z', '--full-tree', tree]))) {
       if (type !== 'tree') entries.set(path, { mode, object });
     }
     return entries;
   }
 
   /** `tree` with these files set (or removed, for `null`). */
-  private async treeWith(tree: string, files: ReadonlyArray<{ path: string; entry: TreeEntry | null }>): Promise<string> {
+  private async treeWith(git: Git, tree: string, files: ReadonlyArray<{ path: string; entry: TreeEntry | null }>): Promise<string> {
     return withTemporaryIndex(null, async (env) => {
-      await this.git(['read-tree', tree], { env });
+      await git(['read-tree', tree], { env });
       const removed = files.filter(({ entry }) => entry === null).map(({ path }) => path);
       const set = files.filter((file): file is { path: string; entry: TreeEntry } => file.entry !== null);
       // In batches: a turn may have changed more files than one command line holds.
-      for (let at = 0; at < removed.length; at += ARGS_PER_CALL) await this.git(['update-index', '--force-remove', '--', ...removed.slice(at, at + ARGS_PER_CALL)], { env });
+      for (let at = 0; at < removed.length; at += ARGS_PER_CALL) await git(['update-index', '--force-remove', '--', ...removed.slice(at, at + ARGS_PER_CALL)], { env });
       for (let at = 0; at < set.length; at += ARGS_PER_CALL) {
-        await this.git(['update-index', '--add', ...set.slice(at, at + ARGS_PER_CALL).flatMap(({ path, entry }) => ['--cacheinfo', `${entry.mode},${entry.object},${path}`])], { env });
+        await git(['update-index', '--add', ...set.slice(at, at + ARGS_PER_CALL).flatMap(({ path, entry }) => ['--cacheinfo', `${entry.mode},${entry.object},${path}`])], { env });
       }
-      return (await this.git(['write-tree'], { env })).trim();
+      return (await git(['write-tree'], { env })).trim();
     });
   }
 
   /** What to leave out of `env`'s view of the work tree (see `dataFolders.ts`); `ignored`: look inside ignored folders too. */
-  private async excluded(env: { GIT_INDEX_FILE: string }, { ignored }: { ignored: boolean }): Promise<string[]> {
-    const listing = await this.git(['ls-files', '-z', '--cached', '--others', ...(ignored ? [] : ['--exclude-standard']), '--', ...candidatePathspecs], { env });
+  private async excluded(git: Git, env: { GIT_INDEX_FILE: string }, { ignored }: { ignored: boolean }): Promise<string[]> {
+    const listing = await git(['ls-files', '-z', '--cached', '--others', ...(ignored ? [] : ['--exclude-standard']), '--', ...candidatePathspecs], { env });
     return excludedPaths(this.root, listing, this.excludedFolders);
   }
 
@@ -205,36 +214,37 @@ export class Checkpoints implements WorkspaceCheckpoints {
    * Stages the whole work tree (untracked included, ignored excluded, deletions dropped) into `env`'s index,
    * without what is left out: never read from disk, and dropped where the user's own index tracks it.
    */
-  private async stageWorkTree(env: { GIT_INDEX_FILE: string }, excluded: string[]): Promise<string> {
-    await this.git(['add', '--all', '--', ...includedPathspecs(await this.notIgnored(env, excluded))], { env });
-    await this.git(['rm', '--cached', '-r', '-q', '-f', '--ignore-unmatch', '--', ...excludedPathspecs(excluded)], { env });
-    return (await this.git(['write-tree'], { env })).trim();
+  private async stageWorkTree(git: Git, env: { GIT_INDEX_FILE: string }, excluded: string[]): Promise<string> {
+    await git(['add', '--all', '--', ...includedPathspecs(await this.notIgnored(git, env, excluded))], { env });
+    await git(['rm', '--cached', '-r', '-q', '-f', '--ignore-unmatch', '--', ...excludedPathspecs(excluded)], { env });
+    return (await git(['write-tree'], { env })).trim();
   }
 
   /** Of the left-out paths, those `git add --all` would see: it fails on a pathspec naming an ignored path, even one that excludes it. */
-  private async notIgnored(env: { GIT_INDEX_FILE: string }, excluded: string[]): Promise<string[]> {
+  private async notIgnored(git: Git, env: { GIT_INDEX_FILE: string }, excluded: string[]): Promise<string[]> {
     if (excluded.length === 0) return [];
     const literal = excluded.map((path) => `:(literal)${path}`);
     // --directory: an untracked folder is one entry, however much it holds.
-    const listed = (await this.git(['ls-files', '-z', '--cached', '--others', '--exclude-standard', '--directory', '--', ...literal], { env })).split('\0');
+    const listed = (await git(['ls-files', '-z', '--cached', '--others', '--exclude-standard', '--directory', '--', ...literal], { env })).split('\0');
     return excluded.filter((path) => listed.some((entry) => entry === path || entry.startsWith(`${path}/`)));
   }
 
-
-  private async commitId(id: string): Promise<string> {
-    const commit = commitIdPattern.test(id) ? await this.commitOrNull(id) : null;
+  private async commitId(git: Git, id: string): Promise<string> {
+    const commit = commitIdPattern.test(id) ? await this.commitOrNull(git, id) : null;
     if (commit === null) throw new Error(`${JSON.stringify(id)} is not the id of a commit in ${this.root}`);
     return commit;
   }
 
-  private async commitOrNull(revision: string): Promise<string | null> {
-    const commit = (await this.git(['rev-parse', '--verify', '--quiet', `${revision}^{commit}`], { emptyOnExit: [1] })).trim();
+  private async commitOrNull(git: Git, revision: string): Promise<string | null> {
+    const commit = (await git(['rev-parse', '--verify', '--quiet', `${revision}^{commit}`], { emptyOnExit: [1] })).trim();
     return commit === '' ? null : commit;
   }
 
-  private git(args: string[], options: GitOptions = {}): Promise<string> {
-    return runGit(this.root, args, options);
-  }
+}
+
+function contains(folder: string, path: string): boolean {
+  const inside = relative(folder, path);
+  return inside === '' || (!inside.startsWith('..') && !isAbsolute(inside));
 }
 
 /** One file of a tree: its mode and its blob (or, for a submodule, its commit). */

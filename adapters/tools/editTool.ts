@@ -1,5 +1,6 @@
-import { readFile, writeFile } from 'node:fs/promises';
+import { constants } from 'node:fs';
 import { z } from 'zod';
+import { openFileToChange, replaceContent } from './fileToChange.ts';
 import { defineTool } from './toolDefinition.ts';
 import { ToolError } from './toolError.ts';
 
@@ -25,13 +26,18 @@ export const editTool = defineTool({
   input,
   subject: ({ path }, workspace) => workspace.subject(path),
   async run({ path, oldText, newText, replaceAll = false }, { workspace, signal }) {
-    const file = await workspace.resolve(path);
-    const text = await readFile(file.real, { encoding: 'utf8', signal });
-    const count = occurrences(text, oldText);
-    if (count === 0) throw new ToolError(`oldText not found in ${file.relative}`);
-    if (count > 1 && !replaceAll) throw new ToolError(`oldText occurs ${count} times in ${file.relative}; give more context or set replaceAll`);
-    // split/join, not String.replace: `$&` and friends in newText must stay literal.
-    await writeFile(file.real, text.split(oldText).join(newText), { signal });
-    return `replaced ${count} ${count === 1 ? 'occurrence' : 'occurrences'} in ${file.relative}`;
+    const file = await workspace.resolveWritable(path);
+    const handle = await openFileToChange(workspace, file, constants.O_RDWR);
+    try {
+      const text = await handle.readFile({ encoding: 'utf8', signal });
+      const count = occurrences(text, oldText);
+      if (count === 0) throw new ToolError(`oldText not found in ${file.relative}`);
+      if (count > 1 && !replaceAll) throw new ToolError(`oldText occurs ${count} times in ${file.relative}; give more context or set replaceAll`);
+      // split/join, not String.replace: `$&` and friends in newText must stay literal.
+      await replaceContent(handle, text.split(oldText).join(newText));
+      return `replaced ${count} ${count === 1 ? 'occurrence' : 'occurrences'} in ${file.relative}`;
+    } finally {
+      await handle.close();
+    }
   },
 });

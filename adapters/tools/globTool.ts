@@ -1,7 +1,7 @@
 import { stat } from 'node:fs/promises';
 import path from 'node:path';
 import { z } from 'zod';
-import { globToRegExp } from './globPattern.ts';
+import { globMatcher, maxGlobChars } from './globPattern.ts';
 import { defineTool } from './toolDefinition.ts';
 import { ToolError } from './toolError.ts';
 import { walkFiles } from './walkFiles.ts';
@@ -11,6 +11,7 @@ const input = z
     pattern: z
       .string()
       .min(1)
+      .max(maxGlobChars)
       .describe('A glob matched against whole paths relative to `path`: `**` spans folders, `*` and `?` stay within one, `{a,b}` is either (`src/**/*.{ts,tsx}`).'),
     path: z.string().min(1).optional().describe('The folder to search in, relative to the workspace root; the root when left out.'),
   })
@@ -27,11 +28,11 @@ export const globTool = defineTool({
   async run({ pattern, path: folder = '.' }, { workspace, signal }) {
     const base = await workspace.resolve(folder);
     if (!(await stat(base.real)).isDirectory()) throw new ToolError(`${base.relative} is not a folder`);
-    const matcher = globToRegExp(pattern);
+    const matches = globMatcher(pattern);
     const found: string[] = [];
     for await (const file of walkFiles(base.real, signal)) {
       const relative = path.relative(base.real, file);
-      if (matcher.test(relative)) found.push(path.join(base.relative, relative));
+      if (matches(relative)) found.push(path.join(base.relative, relative));
     }
     if (found.length === 0) return `no files match ${pattern}`;
     found.sort();

@@ -1,7 +1,7 @@
-import { readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { globToRegExp } from './globPattern.ts';
+import { globMatcher } from './globPattern.ts';
 import type { GrepFound, GrepMatch, GrepQuery } from './grepQuery.ts';
+import { readRegularFile } from './regularFile.ts';
 import { ToolError } from './toolError.ts';
 import { walkFiles } from './walkFiles.ts';
 
@@ -17,9 +17,9 @@ function compile(pattern: string, ignoreCase: boolean): RegExp {
 function globFilter(glob: string | null): (relative: string) => boolean {
   if (glob === null) return () => true;
   const negated = glob.startsWith('!');
-  const matcher = globToRegExp(negated ? glob.slice(1) : glob);
+  const matches = globMatcher(negated ? glob.slice(1) : glob);
   const onPath = glob.includes('/');
-  return (relative) => matcher.test(onPath ? relative : path.basename(relative)) !== negated;
+  return (relative) => matches(onPath ? relative : path.basename(relative)) !== negated;
 }
 
 async function* filesOf(query: GrepQuery): AsyncGenerator<{ real: string; shown: string }> {
@@ -39,8 +39,8 @@ export async function grepFallback(query: GrepQuery): Promise<GrepFound> {
   const regex = compile(query.pattern, query.ignoreCase);
   const matches: GrepMatch[] = [];
   for await (const file of filesOf(query)) {
-    // A file that cannot be read (gone meanwhile, too big for a string) is passed over, as ripgrep passes it.
-    const content = await readFile(file.real, { signal: query.signal }).catch((error: unknown) => {
+    // A file that cannot be read (gone meanwhile, no regular file any more, too big for a string) is passed over, as ripgrep passes it.
+    const content = await readRegularFile(file.real, query.signal).catch((error: unknown) => {
       if (query.signal.aborted) throw error;
       return null;
     });

@@ -1,8 +1,10 @@
 import { stat } from 'node:fs/promises';
 import { z } from 'zod';
 import { headOf } from './capOutput.ts';
+import { maxGlobChars } from './globPattern.ts';
 import { grepFallback } from './grepFallback.ts';
 import type { GrepMatch, GrepQuery } from './grepQuery.ts';
+import { notRegularFile } from './regularFile.ts';
 import { ripgrepSearch } from './ripgrep.ts';
 import { defineTool } from './toolDefinition.ts';
 
@@ -10,7 +12,7 @@ const input = z
   .object({
     pattern: z.string().min(1).describe('A regular expression, matched against each line.'),
     path: z.string().min(1).optional().describe('The file or folder to search, relative to the workspace root; the root when left out.'),
-    glob: z.string().min(1).optional().describe('Search only files whose name matches this glob (`*.ts`), or whose path does when it has a `/` (`src/**/*.ts`).'),
+    glob: z.string().min(1).max(maxGlobChars).optional().describe('Search only files whose name matches this glob (`*.ts`), or whose path does when it has a `/` (`src/**/*.ts`).'),
     ignoreCase: z.boolean().optional().describe('Match regardless of case.'),
   })
   .strict();
@@ -32,7 +34,10 @@ export const grepTool = defineTool({
   subject: ({ path = '.' }, workspace) => workspace.subject(path),
   async run({ pattern, path = '.', glob, ignoreCase = false }, { workspace, signal, ripgrep }) {
     const target = await workspace.resolve(path);
-    const isFolder = (await stat(target.real)).isDirectory();
+    const stats = await stat(target.real);
+    const isFolder = stats.isDirectory();
+    // A FIFO, socket or device named outright would be read without end (a folder's walk passes over them).
+    if (!isFolder && !stats.isFile()) throw notRegularFile(target.relative);
     const query: GrepQuery = { pattern, ignoreCase, glob: glob ?? null, real: target.real, relative: target.relative, isFolder, limit: maxMatches, signal };
     const { matches, more } = ripgrep === null ? await grepFallback(query) : await ripgrepSearch(ripgrep, query);
     if (matches.length === 0) return 'no matches';

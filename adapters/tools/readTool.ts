@@ -1,6 +1,7 @@
-import { open, stat } from 'node:fs/promises';
+import { constants } from 'node:fs';
 import { z } from 'zod';
 import { headOf } from './capOutput.ts';
+import { openRegularFile } from './regularFile.ts';
 import { defineTool } from './toolDefinition.ts';
 import { ToolError } from './toolError.ts';
 
@@ -109,11 +110,8 @@ export const readTool = defineTool({
   subject: ({ path }, workspace) => workspace.subject(path),
   async run({ path, offset = 1, limit }, { workspace, signal, maxReadBytes, maxOutputChars }) {
     const file = await workspace.resolve(path);
-    const stats = await stat(file.real);
-    if (stats.isDirectory()) throw new ToolError(`${file.relative} is a directory; use list to see what is in it`);
-    if (!stats.isFile()) throw new ToolError(`${file.relative} is not a regular file`);
+    const { handle } = await openRegularFile(file.real, file.relative, constants.O_RDONLY);
     const window = new LineWindow(offset, limit === undefined ? Infinity : offset + limit - 1, maxReadBytes, Math.max(1, maxOutputChars - noteChars));
-    const handle = await open(file.real, 'r');
     try {
       const buffer = Buffer.alloc(chunkBytes);
       for (let first = true; ; first = false) {

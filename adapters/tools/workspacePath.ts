@@ -1,5 +1,5 @@
-import { realpathSync } from 'node:fs';
-import { readlink, realpath } from 'node:fs/promises';
+import { realpathSync, statSync } from 'node:fs';
+import { readlink, realpath, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { ToolError } from './toolError.ts';
 
@@ -32,6 +32,39 @@ async function realpathOfMaybeMissing(file: string, hops = 0): Promise<string> {
   return target === null ? path.join(realParent, path.basename(file)) : realpathOfMaybeMissing(path.resolve(realParent, target), hops + 1);
 }
 
+/** Code points HFS+ ignores in names, so `.g\u200cit` is `.git` there (the list git itself uses). */
+const hfsIgnored = /[\u200c-\u200f\u202a-\u202e\u206a-\u206f\ufeff]/g;
+
+/**
+ * Whether a file system may take `name` for `.git`: in any case, without
+ * what HFS+ ignores, without the trailing dots and spaces and the `:stream`
+ * NTFS drops, or as its NTFS short name; git refuses all of these in a
+ * tree, for the same reason.
+ */
+function isDotGit(name: string): boolean {
+  const folded = name.replace(hfsIgnored, '').toLowerCase().split(':')[0]!.replace(/[. ]+$/, '');
+  return folded === '.git' || folded === 'git~1';
+}
+
+const isKind = async (file: string, kind: 'file' | 'folder'): Promise<boolean> => {
+  const stats = await stat(file).catch(() => null);
+  return kind === 'file' ? stats?.isFile() === true : stats?.isDirectory() === true;
+};
+
+/** git's own test of a git folder: a HEAD, and objects/ and refs/ here or in the folder `commondir` names (a linked checkout's). */
+async function isGitFolder(folder: string): Promise<boolean> {
+  if (!(await isKind(path.join(folder, 'HEAD'), 'file'))) return false;
+  if (await isKind(path.join(folder, 'commondir'), 'file')) return true;
+  return (await isKind(path.join(folder, 'objects'), 'folder')) && (await isKind(path.join(folder, 'refs'), 'folder'));
+}
+
+/** The leading part of `relative` (`/`-joined as shown) up to its first component named like `.git`, or null. */
+function dotGitPrefix(relative: string): string | null {
+  const components = relative.split(path.sep);
+  const at = components.findIndex(isDotGit);
+  return at === -1 ? null : components.slice(0, at + 1).join('/');
+}
+
 /**
  * The folder the tools work in. Every path a model gives is checked twice:
  * by its text (no `..` or absolute path out) and by where it really leads
@@ -41,11 +74,14 @@ export class Workspace {
   /** The root as given, for absolute paths the model copies from it. */
   readonly root: string;
   readonly realRoot: string;
+  /** The device the root is on: a file on another one is under a mount, which may show anything. */
+  readonly device: number;
 
   /** Throws when `root` does not exist: a workspace is made for a folder that is there. */
   constructor(root: string) {
     this.root = path.resolve(root);
     this.realRoot = realpathSync(this.root);
+    this.device = statSync(this.realRoot).dev;
   }
 
   /** Where `input` points by its text alone, under the real root; null when it leaves the workspace. */
@@ -74,6 +110,28 @@ export class Workspace {
     const real = await realpathOfMaybeMissing(lexical);
     if (!isInside(path.relative(this.realRoot, real))) throw outside;
     return { real, relative: path.relative(this.realRoot, lexical) || '.' };
+  }
+
+  /**
+   * Like `resolve`, for a file to write: never inside a repository's git
+   * folder, which holds the config, hooks and attributes git runs code
+   * from. That is any path component named like `.git` (a git folder, or a
+   * `.git` file pointing to one), by the path as written or where it really
+   * leads (a symlink into one), and any folder that is a git folder by its
+   * content, whatever its name (where a `.git` file points, a bare
+   * repository).
+   */
+  async resolveWritable(input: string): Promise<WorkspacePath> {
+    const target = await this.resolve(input);
+    const refuse = (folder: string) =>
+      new ToolError(`path ${JSON.stringify(input)} is inside a repository's .git folder (${folder}), which only git may change; write and edit refuse it in every mode`);
+    const named = dotGitPrefix(target.relative) ?? dotGitPrefix(path.relative(this.realRoot, target.real));
+    if (named !== null) throw refuse(named);
+    for (let folder = path.dirname(target.real); isInside(path.relative(this.realRoot, folder)); folder = path.dirname(folder)) {
+      if (await isGitFolder(folder)) throw refuse(this.show(folder));
+      if (folder === this.realRoot) break;
+    }
+    return target;
   }
 
   /** `real` (a path under the real root, as the file system reports it) as the model should see it. */

@@ -24,6 +24,8 @@ export interface WorkspaceToolsOptions {
   maxReadBytes?: number;
   /** A command's timeout when the call sets none. Default 2 minutes. */
   bashTimeoutMs?: number;
+  /** How long a read-only call (read, list, glob, grep) may run before it ends with an error saying it ran out of time. Default 1 minute. */
+  readOnlyTimeoutMs?: number;
   /** What commands run with, less its secrets. Default `process.env`. */
   env?: NodeJS.ProcessEnv;
   /** The `rg` binary; null for the JS grep. Default: `rg` on the PATH, if there. */
@@ -82,6 +84,18 @@ function describeFailure(error: unknown, workspace: Workspace): string {
   }
 }
 
+/** `work`, or its call's end as soon as `signal` aborts, even where it awaits what cannot be cancelled (an open the kernel holds). */
+function endingOn<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
+  return new Promise((resolve, reject) => {
+    const abort = () => reject(signal.reason);
+    if (signal.aborted) return abort();
+    signal.addEventListener('abort', abort, { once: true });
+    work.then(resolve, reject).finally(() => signal.removeEventListener('abort', abort));
+  });
+}
+
+const duration = (ms: number): string => (ms < 1_000 ? `${ms} ms` : `${ms / 1_000} s`);
+
 /**
  * The tools a coding agent's model calls on its workspace: read, write and
  * edit files, list, glob and grep, run bash. Every failure, a bad input
@@ -90,6 +104,7 @@ function describeFailure(error: unknown, workspace: Workspace): string {
 export class WorkspaceTools implements ToolExecutor {
   private readonly workspace: Workspace;
   private readonly limits: Omit<ToolContext, 'workspace' | 'signal' | 'turnId'>;
+  private readonly readOnlyTimeoutMs: number;
   private readonly isolate: boolean;
   private readonly kept = new KeptCommands();
 
@@ -110,6 +125,7 @@ export class WorkspaceTools implements ToolExecutor {
       },
       kept: this.kept,
     };
+    this.readOnlyTimeoutMs = Math.max(1, options.readOnlyTimeoutMs ?? 60_000);
   }
 
   /**
@@ -146,14 +162,21 @@ export class WorkspaceTools implements ToolExecutor {
     if (tool === undefined) return failed(`no tool named ${call.name}; available: ${workspaceToolNames.join(', ')}`);
     const unparsed = unparsedArguments(call.input);
     if (unparsed !== null) return failed(`invalid input for ${call.name}: the arguments were not valid JSON: ${unparsed}`);
+    // A read has nothing to finish, so it ends at its deadline or interrupt wherever it is; edits finish what they
+    // started, and bash kills everything it started on either.
+    const deadline = tool.kind === 'read' ? AbortSignal.timeout(this.readOnlyTimeoutMs) : null;
+    const callSignal = deadline === null ? signal : AbortSignal.any([signal, deadline]);
     try {
       const prepared = tool.prepare(call.input, this.workspace);
       if (!prepared.ok) return failed(`invalid input for ${call.name}: ${prepared.problems}`);
-      const result = await prepared.run({ ...this.limits, workspace: this.workspace, signal, turnId: turnId ?? null });
+      const running = prepared.run({ ...this.limits, workspace: this.workspace, signal: callSignal, turnId: turnId ?? null });
+      const result = await (deadline === null ? running : endingOn(running, callSignal));
       const { output, isError } = typeof result === 'string' ? { output: result, isError: false } : result;
       return { output: capOutput(output, this.limits.maxOutputChars), isError };
     } catch (error) {
-      return failed(signal.aborted ? 'interrupted' : describeFailure(error, this.workspace));
+      if (signal.aborted) return failed('interrupted');
+      if (deadline?.aborted) return failed(`${call.name} ran out of time after ${duration(this.readOnlyTimeoutMs)}; narrow its path or pattern`);
+      return failed(describeFailure(error, this.workspace));
     }
   }
 }

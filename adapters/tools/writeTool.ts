@@ -1,6 +1,6 @@
-import { mkdir, writeFile } from 'node:fs/promises';
-import path from 'node:path';
+import { constants } from 'node:fs';
 import { z } from 'zod';
+import { openFileToChange, replaceContent } from './fileToChange.ts';
 import { defineTool } from './toolDefinition.ts';
 
 const input = z
@@ -16,10 +16,14 @@ export const writeTool = defineTool({
   kind: 'edit',
   input,
   subject: ({ path: file }, workspace) => workspace.subject(file),
-  async run({ path: file, content }, { workspace, signal }) {
-    const target = await workspace.resolve(file);
-    await mkdir(path.dirname(target.real), { recursive: true });
-    await writeFile(target.real, content, { signal });
+  async run({ path: file, content }, { workspace }) {
+    const target = await workspace.resolveWritable(file);
+    const handle = await openFileToChange(workspace, target, constants.O_WRONLY | constants.O_CREAT);
+    try {
+      await replaceContent(handle, content);
+    } finally {
+      await handle.close();
+    }
     return `wrote ${Buffer.byteLength(content)} bytes to ${target.relative}`;
   },
 });

@@ -17,7 +17,7 @@ import { olderTurns, threadWindow } from './threadWindow.ts';
 export interface ApiContext {
   engine: Engine;
   principal: Principal;
-  /** Where the caller's answer goes: its inbox, whose prefix says whose connection it is. */
+  /** Where the caller's answer goes: an inbox in its own inbox space (the server answers no other). */
   replyTo: string;
   watches: ThreadWatches;
   /** The workers the engine hears from: for `worker.list`, and to say whether an open turn waits for one. */
@@ -160,9 +160,9 @@ export const apiHandlers: { [M in ApiMethod]: Handler<M> } = {
     scope: 'read',
     handle: async ({ engine, principal, replyTo, watches }, params) => {
       requireThread(engine, principal, params.threadId);
-      // Deliveries go to the caller's own inbox space, never to a subject someone else reads.
+      // Deliveries go to the caller's own inbox space (the one its answers may go to, so that of its reply), never to a subject someone else reads.
       if (!isInbox(params.deliverTo) || inboxOwner(params.deliverTo) !== inboxOwner(replyTo)) {
-        throw new TurnloomError('invalid_payload', `deliverTo must be an inbox under the caller's own prefix (${inboxOwner(replyTo)}…)`, { deliverTo: params.deliverTo });
+        throw new TurnloomError('forbidden', `deliverTo must be an inbox in the caller's own inbox space (${inboxOwner(replyTo)}…)`, { deliverTo: params.deliverTo });
       }
       return watches.watch(principal.name, params.threadId, params.deliverTo, params.watchId);
     },

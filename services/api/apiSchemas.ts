@@ -83,7 +83,7 @@ export const apiParams = {
     whileRunning: z.enum(['queue', 'steer', 'interrupt']).optional().describe('When a turn is already open: queue it after (default), steer the input into the open turn, or interrupt the open turn and start after it'),
   }).strict(),
   'turn.interrupt': z.object({ commandId, threadId: id, turnId: id.optional(), reason: z.string().max(1_000).default('interrupted by the user') }).strict(),
-  'approval.respond': z.object({ commandId, threadId: id, approvalId: id, decision: z.enum(['once', 'always', 'deny', 'approve']).describe('`once`: run this call; `always`: run it, and allow such calls in this thread from now on; `deny`: refuse it (the note reaches the model); `approve` is `once`'), note: z.string().max(2_000).nullable().default(null) }).strict(),
+  'approval.respond': z.object({ commandId, threadId: id, approvalId: id, decision: z.enum(['once', 'always', 'deny', 'approve']).describe('`once`: run this call; `always`: run it, and allow this very call (its exact subject) in this thread from now on; `deny`: refuse it (the note reaches the model); `approve` is `once`'), note: z.string().max(2_000).nullable().default(null) }).strict(),
   'approval.list': z
     .object({
       threadId: id.optional(),

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { type Bus, type BusMessage, type BusSubscription, type ProviderChoice, TurnloomError } from '../../domain/index.ts';
-import type { Subjects } from '../../bus/index.ts';
+import { type Subjects, isInbox } from '../../bus/index.ts';
 import type { Engine } from '../engine/engine.ts';
 import { type ApiContext, apiHandlers } from './apiHandlers.ts';
 import type { WorkerDirectory } from './workerDirectory.ts';
@@ -39,7 +39,7 @@ export const replyBudgetFor = (maxPayloadBytes: number): number => Math.floor(ma
 export const eventLimitFor = (maxPayloadBytes: number): number => replyBudgetFor(maxPayloadBytes) - EVENT_ENVELOPE_BYTES;
 
 /** Who calls a method that needs no scope (health): nobody in particular. */
-const unauthenticated: Principal = { name: 'anonymous', scopes: new Set() };
+const unauthenticated: Principal = { name: 'anonymous', scopes: new Set(), inboxPrefix: null };
 
 /**
  * The headless API: request/reply on `<prefix>.v1.api.<method>`, JSON or
@@ -93,7 +93,9 @@ export class ApiServer {
   private async handle(message: BusMessage): Promise<void> {
     const started = process.hrtime.bigint();
     const method = message.subject.slice(this.options.subjects.api('').length);
-    const code = await answerRequest(this.options.bus, message, this.maxPayload, 'api', (body) => this.dispatch(method, message, body));
+    // Another's inbox: nothing is run and nothing published there; all that is left of it is a `forbidden` in the method's stats.
+    const foreign = message.reply !== undefined && isInbox(message.reply) && !this.options.auth.mayReplyTo(this.options.auth.identify(message.headers), message.reply);
+    const code = foreign ? 'forbidden' : await answerRequest(this.options.bus, message, this.maxPayload, 'api', (body) => this.dispatch(method, message, body));
     const stats = isApiMethod(method) ? this.stats.get(method) : undefined;
     if (!stats || code === undefined) return;
     stats.requests += 1;

@@ -11,7 +11,9 @@ const REPLY_HEADROOM = 4_096;
  * to an inbox (a caller cannot aim the answer at another subject), never
  * larger than the payload limit. `work` gets the decoded body; a typed error
  * it throws is the caller's answer, anything else is logged as a bug.
- * Resolves with the error code answered, if any.
+ * `mayReplyTo` narrows where answers may go (the caller's own inbox space);
+ * a request that may not be answered is not run either.
+ * Resolves with the error code answered, if any (`undefined`: not answered).
  */
 export async function answerRequest(
   bus: Bus,
@@ -19,9 +21,10 @@ export async function answerRequest(
   maxPayload: number,
   label: string,
   work: (body: unknown) => Promise<unknown>,
+  mayReplyTo: (reply: string) => boolean = isInbox,
 ): Promise<ErrorCode | null | undefined> {
   // A bare publish cannot be answered (request/reply only), and replies go to inboxes only.
-  if (!message.reply || !isInbox(message.reply)) return undefined;
+  if (!message.reply || !isInbox(message.reply) || !mayReplyTo(message.reply)) return undefined;
   let contentType: ContentType = JSON_TYPE;
   let body: { result: unknown } | { error: ReturnType<TurnloomError['toJSON']> };
   try {

@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import { type Bus, type BusSubscription, type StoredEvent, TurnloomError } from '../../domain/index.ts';
+import { type Bus, type BusMessage, type BusSubscription, type StoredEvent, TurnloomError } from '../../domain/index.ts';
 import { MSGPACK, type Subjects, encode } from '../../bus/index.ts';
 import type { Engine } from '../engine/engine.ts';
+import { LeaseLive } from '../runtime/liveBatch.ts';
 
 /** Principals named so are workers following the turns they hold. */
 export const WORKER_PRINCIPAL_PREFIX = 'worker:';
@@ -29,14 +30,17 @@ interface Watch {
  * Follows threads for clients that may not subscribe to the raw event
  * subjects: after the API checked a caller's token and its right to the
  * thread, every committed event of that thread (with its `turnloom-seq`)
- * and every live delta goes to the caller's own inbox, until the watch
- * lapses or is dropped. Same order, same sequence numbers, same catch-up
- * rules as the event subject.
+ * and the live deltas of its open turn's lease go to the caller's own inbox,
+ * until the watch lapses or is dropped. Same order, same sequence numbers,
+ * same catch-up rules as the event subject.
  */
 export class ThreadWatches {
   private readonly byId = new Map<string, Watch>();
   private readonly byThread = new Map<string, Set<Watch>>();
   private readonly live = new Map<string, BusSubscription>();
+  /** Per watched thread, where its open turn's lease sends live deltas: the only live subject of the thread they are taken from. */
+  private readonly leases = new Map<string, LeaseLive>();
+  private engine: Engine | undefined;
   private readonly ttlMs: number;
   private readonly maxPerPrincipal: number;
   private readonly maxTotal: number;
@@ -56,6 +60,7 @@ export class ThreadWatches {
   }
 
   start(engine: Engine): this {
+    this.engine = engine;
     this.unsubscribe = engine.onCommitted((events) => this.forward(events));
     this.sweeper = setInterval(() => this.sweep(), Math.max(1_000, this.ttlMs / 4));
     this.sweeper.unref();
@@ -84,10 +89,22 @@ export class ThreadWatches {
     const watchers = this.byThread.get(threadId) ?? new Set<Watch>();
     watchers.add(watch);
     this.byThread.set(threadId, watchers);
-    if (!this.live.has(threadId)) {
-      this.live.set(threadId, this.bus.subscribe(this.subjects.live(threadId), (message) => this.send(threadId, message.data, { [WATCH_KIND_HEADER]: 'live' })));
-    }
+    if (!this.live.has(threadId)) this.followLive(threadId);
     return { watchId: watch.id, expiresInMs: this.ttlMs, created: true };
+  }
+
+  private followLive(threadId: string): void {
+    // Only ever asked once the API found the thread, after start().
+    const engine = this.engine!;
+    const summary = engine.summary(threadId)!;
+    const held = summary.openTurnId ? engine.readTurn(threadId, summary.openTurnId)?.lease : null;
+    const lease = new LeaseLive(this.subjects, summary.environment, threadId, held?.keyHash ?? null);
+    this.leases.set(threadId, lease);
+    // What the lease holder sends goes on untouched (no decoding on the typing path); anything else on the thread's live subjects is dropped.
+    const forward = (message: BusMessage) => {
+      if (lease.accepts(message.subject)) this.send(threadId, message.data, { [WATCH_KIND_HEADER]: 'live' });
+    };
+    this.live.set(threadId, this.bus.subscribe(this.subjects.liveOf(threadId), forward));
   }
 
   unwatch(principal: string, watchId: string): boolean {
@@ -109,12 +126,14 @@ export class ThreadWatches {
       this.byThread.delete(watch.threadId);
       this.live.get(watch.threadId)?.unsubscribe();
       this.live.delete(watch.threadId);
+      this.leases.delete(watch.threadId);
     }
   }
 
   private forward(events: readonly StoredEvent[]): void {
     for (const event of events) {
       if (!this.byThread.has(event.threadId)) continue;
+      this.leases.get(event.threadId)?.follow(event.event);
       this.send(event.threadId, encode(event, MSGPACK), { [WATCH_KIND_HEADER]: 'event', 'turnloom-seq': String(event.threadSeq) });
     }
   }

@@ -1,4 +1,4 @@
-import { JSON_TYPE, type Subjects, contentTypeOf, decode, encode } from '../../bus/index.ts';
+import { JSON_TYPE, type Subjects, contentTypeOf, decode, encode, isInbox } from '../../bus/index.ts';
 import { type Bus, BusError, type BusMessage, type BusSubscription, type ErrorBody, type StoredEvent, TurnloomError, type WorkerProcess } from '../../domain/index.ts';
 import { type ApiContext, apiHandlers } from '../api/apiHandlers.ts';
 import type { Principal } from '../api/auth.ts';
@@ -41,6 +41,8 @@ export interface WorkerGatewayOptions {
   now?: () => number;
   /** Whether a worker's process is known to be gone (default: never known, so every lease waits for its timeout). */
   processGone?: (process: WorkerProcess) => boolean;
+  /** Where answers to workers may go (default: any inbox); the server keeps them out of the inbox spaces bound to principals. */
+  mayReplyTo?: (reply: string) => boolean;
 }
 
 interface HeldLease {
@@ -54,7 +56,7 @@ interface HeldLease {
 const leaseKey = (threadId: string, turnId: string) => `${threadId}/${turnId}`;
 
 /**
- * The engine's side of the worker protocol, on `<p>.v1.worker.<method>`:
+ * The engine's side of the worker protocol, on `<p>.v1.worker.<environment>.<method>`:
  * workers say hello (and so renew their leases), claim turns offered on
  * `<p>.v1.work.offer.<environment>`, write what they produce under their
  * lease, read the threads they hold, and report side work (a title, a
@@ -83,7 +85,7 @@ export class WorkerGateway {
   ) {
     const leaseTimeoutMs = options.leaseTimeoutMs ?? 10_000;
     // Several heartbeats fit in a lease, so one lost message does not lose it.
-    this.options = { leaseTimeoutMs, heartbeatMs: Math.min(2_000, Math.floor(leaseTimeoutMs / 4)), maxResumes: 2, now: Date.now, processGone: () => false, ...options };
+    this.options = { leaseTimeoutMs, heartbeatMs: Math.min(2_000, Math.floor(leaseTimeoutMs / 4)), maxResumes: 2, now: Date.now, processGone: () => false, mayReplyTo: isInbox, ...options };
     this.registry = new WorkerRegistry(this.options.leaseTimeoutMs);
   }
 
@@ -162,18 +164,35 @@ export class WorkerGateway {
   }
 
   private async handle(message: BusMessage): Promise<void> {
-    const method = message.subject.slice(this.subjects.worker('').length);
-    await answerRequest(this.bus, message, this.options.maxPayloadBytes, 'workers', (body) => this.dispatch(method, body, message.reply!));
+    const addressed = this.subjects.workerMethodOf(message.subject);
+    await answerRequest(
+      this.bus,
+      message,
+      this.options.maxPayloadBytes,
+      'workers',
+      (body) => {
+        if (!addressed) throw new TurnloomError('not_found', `${message.subject} is not <prefix>.v1.worker.<environment>.<method>`, { subject: message.subject });
+        return this.dispatch(addressed.environment, addressed.method, body, message.reply!);
+      },
+      this.options.mayReplyTo,
+    );
   }
 
-  private async dispatch(method: string, body: unknown, replyTo: string): Promise<unknown> {
+  /**
+   * One worker message, sent on the subjects of `environment`: the only
+   * environment its sender is known to have (NATS permissions grant a worker
+   * user its own). Whatever the body names beyond it, another environment or
+   * a thread of one, is refused.
+   */
+  private async dispatch(environment: string, method: string, body: unknown, replyTo: string): Promise<unknown> {
     switch (method) {
       case 'hello':
-        return this.hello(parseParams(helloSchema, body, method));
+        return this.hello(environment, parseParams(helloSchema, body, method));
       case 'claim':
-        return this.claim(parseParams(claimSchema, body, method));
+        return this.claim(environment, parseParams(claimSchema, body, method));
       case 'record': {
         const { seq, events, ...proof } = parseParams(recordSchema, body, method);
+        this.threadIn(environment, proof.threadId);
         const result = await this.engine.submit({
           type: 'turn.record',
           // A retry of the same write under the same lease is answered from its receipt, never written twice.
@@ -188,6 +207,7 @@ export class WorkerGateway {
       }
       case 'settle': {
         const { outcome, ...proof } = parseParams(settleSchema, body, method);
+        this.threadIn(environment, proof.threadId);
         return this.engine.submit({
           type: 'turn.settle',
           commandId: systemCommandId('settle', proof.threadId, proof.turnId, proof.token),
@@ -198,18 +218,31 @@ export class WorkerGateway {
         });
       }
       case 'sideWork':
-        return this.sideWork(parseParams(sideWorkSchema, body, method));
+        return this.sideWork(environment, parseParams(sideWorkSchema, body, method));
       default:
-        return this.read(method, body, replyTo);
+        return this.read(environment, method, body, replyTo);
     }
   }
 
-  private hello(hello: Hello): HelloAnswer {
+  /** The thread, when it runs in `environment`; a thread of another one answers like one that does not exist. */
+  private threadIn(environment: string, threadId: string): void {
+    if (this.engine.summary(threadId)?.environment !== environment) throw new TurnloomError('not_found', `thread ${threadId} not found in environment "${environment}"`, { threadId, environment });
+  }
+
+  private hello(environment: string, hello: Hello): HelloAnswer {
+    if (hello.environment !== environment) {
+      throw new TurnloomError('forbidden', `a hello on the subjects of environment "${environment}" cannot speak for environment "${hello.environment}"`, { environment });
+    }
     const now = this.options.now();
+    const known = this.registry.get(hello.workerId, now);
+    // Ids are the workers' own choice: one of another environment's, while that worker lives, is not taken over.
+    if (known?.live && known.environment !== environment) {
+      throw new TurnloomError('conflict', `worker ${hello.workerId} is live in another environment; choose another id`, { workerId: hello.workerId });
+    }
     const arrived = this.registry.heard(hello, now);
     const leases = hello.running.map(({ threadId, turnId, token }) => {
       const held = this.leases.get(leaseKey(threadId, turnId));
-      const holds = held !== undefined && held.token === token && held.workerId === hello.workerId;
+      const holds = held !== undefined && held.token === token && held.workerId === hello.workerId && this.engine.summary(threadId)?.environment === environment;
       if (holds) held.expiresAt = now + this.options.leaseTimeoutMs;
       return { threadId, turnId, token, held: holds };
     });
@@ -224,13 +257,10 @@ export class WorkerGateway {
     return worker;
   }
 
-  private async claim(claim: Claim): Promise<{ token: number }> {
+  private async claim(environment: string, claim: Claim): Promise<{ token: number }> {
     const worker = this.liveWorker(claim.workerId, 'claiming');
-    const summary = this.engine.summary(claim.threadId);
-    if (!summary) throw new TurnloomError('not_found', `thread ${claim.threadId} not found`, { threadId: claim.threadId });
-    if (summary.environment !== worker.environment) {
-      throw new TurnloomError('conflict', `thread ${claim.threadId} runs in environment "${summary.environment}", not "${worker.environment}"`, { environment: summary.environment });
-    }
+    if (worker.environment !== environment) throw new TurnloomError('forbidden', `worker ${claim.workerId} serves another environment than "${environment}"`, { workerId: claim.workerId });
+    this.threadIn(environment, claim.threadId);
     const result = await this.engine.submit({
       type: 'turn.lease',
       commandId: systemCommandId('lease', claim.threadId, claim.turnId, claim.claimId),
@@ -244,9 +274,9 @@ export class WorkerGateway {
   }
 
   /** A live worker's side work for a turn it ran, shown by the lease it ran it under: the engine records it and applies it if it still may. */
-  private async sideWork({ workerId, threadId, turnId, token, key, ...report }: SideWorkRequest): Promise<CommandResult> {
+  private async sideWork(environment: string, { workerId, threadId, turnId, token, key, ...report }: SideWorkRequest): Promise<CommandResult> {
     this.liveWorker(workerId, 'reporting side work');
-    if (!this.engine.summary(threadId)) throw new TurnloomError('not_found', `thread ${threadId} not found`, { threadId });
+    this.threadIn(environment, threadId);
     const leased = this.engine.readEvents(threadId, token - 1, 1)[0]?.event;
     if (leased?.type !== 'turn.leased' || leased.turnId !== turnId || leased.workerId !== workerId || leased.keyHash !== leaseKeyHash(key)) {
       throw new TurnloomError('fenced', `worker ${workerId} never held turn ${turnId} under lease ${token}; its side work is not taken`, { turnId, token });
@@ -262,16 +292,17 @@ export class WorkerGateway {
   }
 
   /** The thread reads the API offers, for the holder of a lease on one of the thread's turns. */
-  private async read(method: string, body: unknown, replyTo: string): Promise<unknown> {
+  private async read(environment: string, method: string, body: unknown, replyTo: string): Promise<unknown> {
     if (!Object.hasOwn(leasedReadSchemas, method)) throw new TurnloomError('not_found', `unknown worker method "${method}"`, { method });
     const name = method as keyof typeof leasedReadSchemas;
     const { workerId, threadId, turnId, token, key, ...params } = parseParams(leasedReadSchemas[name], body, method);
+    this.threadIn(environment, threadId);
     // Dropping one's own watch needs no lease (the turn may have ended); everything else reads under it.
     const lease = (await this.engine.getThread(threadId)).turns[turnId]?.lease;
     if (name !== 'thread.unwatch' && (lease?.token !== token || lease.keyHash !== leaseKeyHash(key))) {
       throw new TurnloomError('fenced', `worker ${workerId} does not hold turn ${turnId}`, { turnId, token });
     }
-    const principal: Principal = { name: `${WORKER_PRINCIPAL_PREFIX}${workerId}`, scopes: new Set(['read', 'admin']) };
+    const principal: Principal = { name: `${WORKER_PRINCIPAL_PREFIX}${workerId}`, scopes: new Set(['read', 'admin']), inboxPrefix: null };
     const context: ApiContext = {
       engine: this.engine,
       principal,

@@ -91,9 +91,9 @@ export class Worker {
   constructor(private readonly options: WorkerOptions) {
     this.bus = options.bus;
     this.subjects = subjectsFor(options.prefix);
-    this.link = new WorkerLink(this.bus, this.subjects);
     this.workerId = options.workerId ?? `w-${randomUUID().slice(0, 8)}`;
     this.environment = options.environment ?? DEFAULT_ENVIRONMENT;
+    this.link = new WorkerLink(this.bus, this.subjects, this.environment);
     const { retry, compaction, ...loop } = options.loop ?? {};
     this.loop = {
       idleTimeoutMs: 60_000,
@@ -197,14 +197,9 @@ export class Worker {
   private async run(run: Run): Promise<void> {
     const { threadId, turnId } = run;
     const secret = randomBytes(32).toString('hex');
+    const keyHash = createHash('sha256').update(secret).digest('hex');
     try {
-      const { token } = await this.link.call<{ token: number }>('claim', {
-        workerId: this.workerId,
-        threadId,
-        turnId,
-        claimId: randomUUID(),
-        keyHash: createHash('sha256').update(secret).digest('hex'),
-      });
+      const { token } = await this.link.call<{ token: number }>('claim', { workerId: this.workerId, threadId, turnId, claimId: randomUUID(), keyHash });
       run.token = token;
     } catch (error) {
       // Another worker won, or the turn moved on: exactly what an offer to many may end in.
@@ -218,7 +213,8 @@ export class Worker {
     const stop = (reason: StopReason) => {
       if (!signal.aborted) run.controller.abort(reason);
     };
-    const live = new LiveBatcher(this.bus, this.subjects.live(threadId));
+    // On the lease's own channel: whoever reads the log can tell these deltas from anyone else's.
+    const live = new LiveBatcher(this.bus, this.subjects.live(this.environment, threadId, keyHash));
     let unwatch = () => {};
     const guard = setInterval(() => {
       if (outbox.overloaded) {

@@ -7,20 +7,22 @@ import type { WorkerMethod } from '../dispatch/workerProtocol.ts';
 export const isTransient = (error: unknown): boolean => error instanceof TurnloomError && error.code === 'unavailable';
 
 /**
- * A worker's line to the engine: request/reply on `<p>.v1.worker.<method>`,
- * msgpack, every answer `{ result }` or a typed error. `persist` keeps asking
- * through an engine restart or a NATS outage, backing off, until the engine
- * answers (yes or no) or the signal stops it.
+ * A worker's line to the engine: request/reply on
+ * `<p>.v1.worker.<environment>.<method>` (the subjects of the one environment
+ * it serves), msgpack, every answer `{ result }` or a typed error. `persist`
+ * keeps asking through an engine restart or a NATS outage, backing off, until
+ * the engine answers (yes or no) or the signal stops it.
  */
 export class WorkerLink {
   constructor(
     private readonly bus: Bus,
     private readonly subjects: Subjects,
+    private readonly environment: string,
     private readonly timeoutMs = 10_000,
   ) {}
 
   async call<T>(method: WorkerMethod, body: object): Promise<T> {
-    const reply = await this.bus.request(this.subjects.worker(method), encode(body, MSGPACK), { headers: { 'content-type': MSGPACK }, timeoutMs: this.timeoutMs });
+    const reply = await this.bus.request(this.subjects.worker(this.environment, method), encode(body, MSGPACK), { headers: { 'content-type': MSGPACK }, timeoutMs: this.timeoutMs });
     const answer = decode(reply.data, reply.headers['content-type'] === 'application/json' ? 'application/json' : MSGPACK) as { result: T } | { error: ErrorBody };
     if ('error' in answer) throw TurnloomError.fromJSON(answer.error);
     return answer.result;
@@ -28,7 +30,7 @@ export class WorkerLink {
 
   /** A request whose answer nobody waits for: no timer is left behind. */
   notify(method: WorkerMethod, body: object): void {
-    this.bus.publish(this.subjects.worker(method), encode(body, MSGPACK), { headers: { 'content-type': MSGPACK }, reply: this.bus.inbox() });
+    this.bus.publish(this.subjects.worker(this.environment, method), encode(body, MSGPACK), { headers: { 'content-type': MSGPACK }, reply: this.bus.inbox() });
   }
 
   async persist<T>(method: WorkerMethod, body: object, signal: AbortSignal): Promise<T> {

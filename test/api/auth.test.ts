@@ -12,6 +12,7 @@ import { type ApiFixture, openApiFixture } from '../support/apiFixture.ts';
 import { turnEvents } from '../support/engineFixture.ts';
 import { type NatsServerHandle, startNatsServer } from '../support/natsServer.ts';
 import { tempDir } from '../support/tempDir.ts';
+import { openRelayPage } from '../support/relayPage.ts';
 import { openSse } from '../support/sseClient.ts';
 import { InspectorRelay } from '../../inspector/index.ts';
 
@@ -129,13 +130,14 @@ describe('the inspector relay under tokens', () => {
     try {
       const alice = await fx.client({ token: 'alice-token-0123456789' });
       const { threadId } = await alice.call('thread.create', { title: 'alice only' });
-      const sse = await openSse(`${relay.url}stream/threads/${threadId}?after=0`);
+      const page = await openRelayPage(relay.pageUrl);
+      const sse = await openSse(`${relay.url}stream/threads/${threadId}?after=0`, { cookie: page.cookie });
       await sse.ended;
       expect(sse.messages.at(-1)).toMatchObject({ event: 'failed' });
       expect(['not_found', 'forbidden']).toContain((sse.messages.at(-1)!.data as { code: string }).code);
       expect(sse.messages.map((message) => message.event).filter((event) => event !== 'relay' && event !== 'failed')).toEqual([]);
       // The page's API calls carry the same token: bob cannot answer alice's approvals through it either.
-      const listed = await fetch(`${relay.url}api/thread.list`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
+      const listed = await page.fetch('api/thread.list', { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
       expect(((await listed.json()) as { result: { threads: unknown[] } }).result.threads).toEqual([]);
     } finally {
       await relay.stop();
@@ -150,6 +152,7 @@ describe('the shipped NATS permissions (docs/nats/turnloom-permissions.conf) on 
     TURNLOOM_CLIENT_PASSWORD: 'client-secret',
     TURNLOOM_CLIENT2_PASSWORD: 'client2-secret',
     TURNLOOM_WORKER_PASSWORD: 'worker-secret',
+    TURNLOOM_WORKER_GPU_PASSWORD: 'worker-gpu-secret',
     TURNLOOM_INSPECTOR_PASSWORD: 'inspector-secret',
   };
   let nats: NatsServerHandle;
@@ -207,7 +210,7 @@ describe('the shipped NATS permissions (docs/nats/turnloom-permissions.conf) on 
     // Another user cannot have deliveries aimed at this user's inbox (nor read it).
     const other = new TurnloomClient(await as('client2'));
     const { threadId: otherThread } = await other.call('thread.create', { title: 'client2 thread' });
-    await expect(other.call('thread.watch', { threadId: otherThread, deliverTo: `_INBOX_client.${'x'.repeat(22)}` })).rejects.toMatchObject({ code: 'invalid_payload' });
+    await expect(other.call('thread.watch', { threadId: otherThread, deliverTo: `_INBOX_client.${'x'.repeat(22)}` })).rejects.toMatchObject({ code: 'forbidden' });
     watch.close();
   });
 
@@ -216,7 +219,7 @@ describe('the shipped NATS permissions (docs/nats/turnloom-permissions.conf) on 
     try {
       const api = new TurnloomClient(await as('client'));
       const { threadId } = await api.call('thread.create', { title: 'inspected' });
-      const sse = await openSse(`${relay.url}stream/threads/${threadId}?after=0`);
+      const sse = await openSse(`${relay.url}stream/threads/${threadId}?after=0`, { cookie: (await openRelayPage(relay.pageUrl)).cookie });
       await expect.poll(() => sse.messages.some((message) => message.event === 'caughtUp')).toBe(true);
       await api.call('thread.rename', { threadId, title: 'renamed under watch' });
       await expect.poll(() => sse.messages.filter((message) => message.event === 'event').map((message) => (message.data as StoredEvent).event.type)).toEqual(['thread.created', 'thread.renamed']);

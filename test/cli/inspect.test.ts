@@ -1,6 +1,7 @@
 import { createServer } from 'node:net';
 import { afterAll, describe, expect, inject, it } from 'vitest';
 import { tempDir } from '../support/tempDir.ts';
+import { openRelayPage } from '../support/relayPage.ts';
 import { openSse } from '../support/sseClient.ts';
 import { expectOneLineFailure, runCli, startCli } from './runCli.ts';
 
@@ -12,7 +13,8 @@ async function takenPort(): Promise<{ port: number; release: () => Promise<void>
   return { port, release: () => new Promise((resolve) => server.close(() => resolve())) };
 }
 
-const urlIn = (output: string) => /http:\/\/127\.0\.0\.1:\d+\//.exec(output)?.[0];
+/** The page's address as printed: with its key, which a browser trades for the page's cookie. */
+const urlIn = (output: string) => /http:\/\/127\.0\.0\.1:\d+\/\?key=[A-Za-z0-9_-]+/.exec(output)?.[0];
 
 describe('turnloom inspect and serve --inspect', () => {
   const dir = tempDir('turnloom-cli-inspect-');
@@ -55,10 +57,12 @@ describe('turnloom inspect and serve --inspect', () => {
       await expect.poll(() => serve.output(), { timeout: 30_000 }).toContain('data:');
       inspect = startCli(['inspect', '--nats', inject('natsUrl'), '--prefix', prefix, '--port', '0'], { cwd: dir.path, deadlineMs: null });
       await expect.poll(() => urlIn(inspect!.output()), { timeout: 30_000 }).toBeDefined();
-      const url = urlIn(inspect.output())!;
-      const page = await fetch(url);
-      expect(page.status).toBe(200);
-      const created = await fetch(`${url}api/thread.list`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
+      const page = await openRelayPage(urlIn(inspect.output())!);
+      const url = page.base;
+      // Without the key nothing is lent the relay's token; with it, the page and its calls work.
+      expect((await fetch(`${url}api/thread.list`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' })).status).toBe(401);
+      expect((await page.fetch('')).status).toBe(200);
+      const created = await page.fetch('api/thread.list', { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
       expect(((await created.json()) as { result: { threads: unknown[] } }).result.threads).toEqual([]);
       // The engine's API is reached through the relay; a thread made over NATS shows up in its stream.
       const { connect } = await import('@nats-io/transport-node');
@@ -66,7 +70,7 @@ describe('turnloom inspect and serve --inspect', () => {
       const reply = await nc.request(`${prefix}.v1.api.thread.create`, '{"title":"seen by the inspector"}', { timeout: 5_000 });
       const { threadId } = JSON.parse(reply.string()).result as { threadId: string };
       await nc.close();
-      const sse = await openSse(`${url}stream/threads/${threadId}?after=0`);
+      const sse = await openSse(`${url}stream/threads/${threadId}?after=0`, { cookie: page.cookie });
       await expect.poll(() => sse.messages.map((message) => message.event), { timeout: 10_000 }).toContain('caughtUp');
       expect(sse.messages.find((message) => message.event === 'event')!.data).toMatchObject({ threadSeq: 1, event: { type: 'thread.created', title: 'seen by the inspector' } });
       sse.close();
@@ -84,10 +88,13 @@ describe('turnloom inspect and serve --inspect', () => {
   it('serve --inspect shows the page of the embedded engine and closes it with the engine', async () => {
     const serve = startCli(['serve', '--data', 'embedded', '--inspect', '0', '--no-worker'], { cwd: dir.path, deadlineMs: null });
     await expect.poll(() => urlIn(serve.output()), { timeout: 30_000 }).toBeDefined();
-    const url = urlIn(serve.output())!;
-    expect(serve.output()).toContain(`inspector: ${url}`);
-    expect((await fetch(`${url}threads/thr_x`)).status).toBe(200);
-    const health = (await (await fetch(`${url}api/health`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' })).json()) as { result: { status: string } };
+    const printed = urlIn(serve.output())!;
+    expect(serve.output()).toContain(`inspector: ${printed}\n`);
+    const page = await openRelayPage(printed);
+    const url = page.base;
+    expect((await fetch(`${url}threads/thr_x`)).status).toBe(401);
+    expect((await page.fetch('threads/thr_x')).status).toBe(200);
+    const health = (await (await page.fetch('api/health', { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' })).json()) as { result: { status: string } };
     expect(health.result.status).toBe('ok');
     serve.child.kill('SIGTERM');
     expect((await serve.exited).code, serve.output()).toBe(0);

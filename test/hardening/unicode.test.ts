@@ -66,7 +66,7 @@ describe('lone surrogates', () => {
     const { threadId } = await json.call('thread.create', {});
     const live: LiveDelta[] = [];
     const listener = hub.connect();
-    listener.subscribe(server.subjects.live(threadId), (message) => live.push(...decodeLiveBatch(message.data)));
+    listener.subscribe(server.subjects.liveOf(threadId), (message) => live.push(...decodeLiveBatch(message.data)));
     await listener.flush();
     const { turnId } = await json.call('turn.start', { threadId, input: { text: 'talk' } });
     await expect.poll(async () => (await json.call('thread.get', { threadId })).thread.turns[turnId]!.state, { timeout: 10_000 }).toBe('completed');

@@ -1,4 +1,6 @@
 import { mkdirSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { type Browser, type BrowserContext, type Page, chromium } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -7,7 +9,7 @@ import { MSGPACK } from '../../bus/index.ts';
 import { InspectorRelay } from '../../inspector/index.ts';
 import { encodeLiveBatch } from '../../services/runtime/liveBatch.ts';
 import { type ApiFixture, openApiFixture } from '../support/apiFixture.ts';
-import { turnEvents } from '../support/engineFixture.ts';
+import { leaseByHand, turnEvents } from '../support/engineFixture.ts';
 import { chromiumPath, missingChromiumMessage } from '../support/chromium.ts';
 import { type WorkspaceFixture, openWorkspaceFixture, toolSteps } from '../workspace/workspaceFixture.ts';
 
@@ -61,7 +63,9 @@ async function openPage(path: string): Promise<Page> {
   page.on('request', (request) => {
     if (!request.url().startsWith(origin)) errors.push(`outside request: ${request.url()}`);
   });
-  await page.goto(`${relay!.url}${path.replace(/^\//, '')}`);
+  // As a person opens it: the printed address with its key, which the first load trades for the page's cookie and drops from the address.
+  await page.goto(`${relay!.url}${path.replace(/^\//, '')}?key=${relay!.key}`);
+  expect(page.url()).toBe(`${relay!.url}${path.replace(/^\//, '')}`);
   return page;
 }
 
@@ -162,8 +166,8 @@ describe.skipIf(!browserPath)('the inspector in a real browser (chromium, headle
   });
 
   it('types the live text as the worker sends it, one batch of deltas per message, ahead of the log', async () => {
-    // No worker: the turn is opened by hand and its deltas published as a worker's batches.
-    bare = await openApiFixture();
+    // No worker: the turn is leased and opened by hand and its deltas published as a worker's batches, on its lease's channel.
+    bare = await openApiFixture({ workers: { leaseTimeoutMs: 600_000 } });
     const client = await bare.client();
     const bus = await bare.connect();
     relay = await new InspectorRelay({ bus, prefix: bare.prefix, port: 0 }).start();
@@ -171,13 +175,14 @@ describe.skipIf(!browserPath)('the inspector in a real browser (chromium, headle
     const { turnId } = await client.call('turn.start', { threadId, input: { text: 'type' } });
     const t = turnEvents(turnId);
     const partId = `${turnId}-s1-1`;
+    const live = await leaseByHand(bare.server.engine, bare.server.subjects, threadId, turnId);
     await bare.server.engine.submit({ type: 'turn.record', commandId: `${threadId}-open`, threadId, turnId, events: [t.sessionStarted(), t.started(), t.step(1), { type: 'part.started', turnId, partId, step: 1, kind: 'text' }] });
 
     const page = await openPage(`/threads/${threadId}`);
     await page.locator('[data-testid=status]', { hasText: 'live' }).waitFor();
     const typed = (texts: string[]) => encodeLiveBatch(texts.map((text) => ({ turnId, step: 1, partId, kind: 'text', text })));
-    bus.publish(bare.server.subjects.live(threadId), typed(['typed ', 'live, ']), { headers: { 'content-type': MSGPACK } });
-    bus.publish(bare.server.subjects.live(threadId), typed(['in ', 'two ', 'batches']), { headers: { 'content-type': MSGPACK } });
+    bus.publish(live, typed(['typed ', 'live, ']), { headers: { 'content-type': MSGPACK } });
+    bus.publish(live, typed(['in ', 'two ', 'batches']), { headers: { 'content-type': MSGPACK } });
     await expect.poll(() => page.locator('[data-testid=live-text]').textContent(), { timeout: 10_000 }).toContain('typed live, in two batches');
     expect(errors).toEqual([]);
   });
@@ -223,7 +228,8 @@ describe.skipIf(!browserPath)('the inspector in a real browser (chromium, headle
     const port = relay.port;
     await relay.stop();
     await write('while-away-', 5);
-    relay = await new InspectorRelay({ bus, prefix: bare.prefix, port }).start();
+    // Started again with its key, the relay takes the cookie the open page holds.
+    relay = await new InspectorRelay({ bus, prefix: bare.prefix, port, key: relay.key }).start();
     await expect.poll(() => page.locator('[data-testid=timeline-count]').textContent(), { timeout: 30_000 }).toContain(String(seq + 5));
     await page.locator('[data-testid=timeline]').evaluate((element) => {
       element.scrollTop = element.scrollHeight;
@@ -234,4 +240,74 @@ describe.skipIf(!browserPath)('the inspector in a real browser (chromium, headle
     expect(new Set(tail).size).toBe(tail.length);
     expect(errors.filter((error) => !/ERR_CONNECTION_REFUSED|EventSource/i.test(error))).toEqual([]);
   });
+
+  it('lends nothing to a page of another origin, even one the page’s cookie would be sent to: no approval changes', async () => {
+    ws = await openWorkspaceFixture(toolSteps({ name: 'bash', input: { command: 'touch attacked.txt' } }));
+    relay = await new InspectorRelay({ bus: await ws.fx.connect(), prefix: ws.fx.prefix, port: 0 }).start();
+    const { threadId } = await ws.client.call('thread.create', {});
+    const { turnId } = await ws.client.call('turn.start', { threadId, input: { text: 'touch it' } });
+    await expect.poll(async () => (await ws!.client.call('approval.list', { threadId })).approvals.length, { timeout: 15_000 }).toBe(1);
+    const [approval] = (await ws.client.call('approval.list', { threadId })).approvals;
+    // The person has the inspector open: the browser holds its cookie.
+    const inspector = await openPage(`/threads/${threadId}`);
+    await inspector.locator('[data-testid=status]', { hasText: 'live' }).waitFor();
+
+    // Another local server's page: on 127.0.0.1 (the same site, so a SameSite cookie goes along) and on localhost (another site).
+    // It holds a form that posts a JSON-looking body as text/plain, the one cross-origin POST no preflight stops.
+    const field = `{"threadId":"${threadId}","approvalId":"${approval!.id}","decision":"always","x":"`;
+    const hostilePage = `<!doctype html><title>elsewhere</title><form method="post" enctype="text/plain" action="${relay.url}api/approval.respond"><input type="hidden" name='${field}' value='"}'><button>go</button></form>`;
+    const hostile = createServer((_request, response) => response.writeHead(200, { 'content-type': 'text/html' }).end(hostilePage));
+    await new Promise<void>((resolve) => hostile.listen(0, '127.0.0.1', resolve));
+    const hostilePort = (hostile.address() as AddressInfo).port;
+    try {
+      // The same site gets the cookie along and is refused for its origin; another site does not even get the cookie.
+      for (const [origin, refusal] of [
+        [`http://127.0.0.1:${hostilePort}`, /"forbidden"/],
+        [`http://localhost:${hostilePort}`, /"unauthorized"/],
+      ] as const) {
+        const page = await context!.newPage();
+        await page.goto(`${origin}/`);
+        const outcomes = await page.evaluate(
+          async ({ target, threadId: id, approvalId }) => {
+            const body = JSON.stringify({ threadId: id, approvalId, decision: 'always' });
+            const tried: string[] = [];
+            const attempt = async (what: string, run: () => Promise<Response>) => {
+              try {
+                const response = await run();
+                tried.push(`${what}: ${response.type === 'opaque' ? 'opaque' : response.status}`);
+              } catch {
+                tried.push(`${what}: refused by the browser`);
+              }
+            };
+            await attempt('simple POST', () => fetch(`${target}api/approval.respond`, { method: 'POST', mode: 'no-cors', credentials: 'include', headers: { 'content-type': 'text/plain' }, body }));
+            await attempt('JSON POST', () => fetch(`${target}api/approval.respond`, { method: 'POST', credentials: 'include', headers: { 'content-type': 'application/json' }, body }));
+            await attempt('stream', () => fetch(`${target}stream/threads/${id}?after=0`, { credentials: 'include' }));
+            return tried;
+          },
+          { target: relay.url, threadId, approvalId: approval!.id },
+        );
+        // The browser either refuses to let the page read the answer or to send the call at all; the relay does the rest.
+        expect(outcomes).toEqual(['simple POST: opaque', 'JSON POST: refused by the browser', 'stream: refused by the browser']);
+        // A form posted across origins is a navigation the page cannot read, but it is sent, cookie and all on the same site.
+        await page.locator('button').click();
+        await page.waitForURL(`${relay!.url}api/approval.respond`);
+        expect(await page.locator('body').textContent()).toMatch(refusal);
+        await page.close();
+      }
+      // A browser that never opened the printed address (another local user's, say) gets no page at all.
+      const stranger = await browser.newContext();
+      const response = await (await stranger.newPage()).goto(`${relay.url}threads/${threadId}`);
+      expect(response!.status()).toBe(401);
+      await stranger.close();
+    } finally {
+      await new Promise<void>((resolve) => hostile.close(() => resolve()));
+    }
+    const turn = await ws.turn(threadId, turnId);
+    expect(turn.approvals[0]!.state).toBe('pending');
+    expect((await ws.client.call('thread.get', { threadId })).thread.permissions.rules).toEqual([]);
+    // The person's own page still answers it.
+    await inspector.locator(`[data-testid=thread-approvals] [data-approval-id="${approval!.id}"] button[data-testid=deny]`).click();
+    await expect.poll(async () => (await ws!.turn(threadId, turnId)).approvals[0]!.state, { timeout: 20_000 }).toMatch(/denied|consumed/);
+  });
 });
+

@@ -38,7 +38,7 @@ describe('two channels for deltas', () => {
 
     const live: LiveDelta[] = [];
     const watcher = await fx.connect();
-    watcher.subscribe(fx.server.subjects.live(threadId), (message) => live.push(...decodeLiveBatch(message.data)));
+    watcher.subscribe(fx.server.subjects.liveOf(threadId), (message) => live.push(...decodeLiveBatch(message.data)));
     await watcher.flush();
 
     const { turnId } = await client.call('turn.start', { threadId, input: { text: 'write a lot' }, provider: { name: 'anthropic' } });

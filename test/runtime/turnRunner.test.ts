@@ -44,7 +44,7 @@ describe('the in-process turn runner', () => {
     const { fx, client, threadId } = await setup({ scripted: new ScriptedProvider() }, { workspace: workspace.path, tools: new WorkspaceTools({ root: workspace.path }) });
     const live: LiveDelta[] = [];
     const bus = await fx.connect();
-    bus.subscribe(fx.server.subjects.live(threadId), (message) => live.push(...decodeLiveBatch(message.data)));
+    bus.subscribe(fx.server.subjects.liveOf(threadId), (message) => live.push(...decodeLiveBatch(message.data)));
     await bus.flush();
 
     const { turnId } = await client.call('turn.start', { threadId, input: { text: 'fix the login race' } });

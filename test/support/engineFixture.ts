@@ -1,5 +1,7 @@
+import { createHash } from 'node:crypto';
 import { open } from 'lmdb';
 import { LmdbStore } from '../../adapters/lmdbStore.ts';
+import type { Subjects } from '../../bus/index.ts';
 import type { DomainEvent, Receipt } from '../../domain/index.ts';
 import type { Command } from '../../services/engine/commands.ts';
 import { Engine, type EngineOptions } from '../../services/engine/engine.ts';
@@ -72,6 +74,17 @@ export const record = (threadId: string, turnId: string, events: DomainEvent[]):
   turnId,
   events,
 });
+
+/**
+ * Leases a waiting turn the way a worker's claim does, for tests that play
+ * the worker by hand; answers the subject that lease's live deltas go on
+ * (nothing else on the thread's live subjects reaches its watchers).
+ */
+export async function leaseByHand(engine: Engine, subjects: Subjects, threadId: string, turnId: string): Promise<string> {
+  const keyHash = createHash('sha256').update(`the key of ${threadId}/${turnId}`).digest('hex');
+  await engine.submit({ type: 'turn.lease', commandId: nextId('lease-'), threadId, turnId, workerId: 'by-hand', keyHash });
+  return subjects.live(engine.summary(threadId)!.environment, threadId, keyHash);
+}
 
 /** Builders for a worker's events, so tests read like the turn they describe. */
 export function turnEvents(turnId: string) {

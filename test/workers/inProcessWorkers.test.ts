@@ -106,7 +106,7 @@ describe('workers on the in-process bus', () => {
     const api = new TurnloomClient(hub.connect());
     const { threadId } = await api.call('thread.create', {});
     const { turnId } = await api.call('turn.start', { threadId, input: { text: 'hello' } });
-    const link = new WorkerLink(hub.connect(), subjects());
+    const link = new WorkerLink(hub.connect(), subjects(), 'default');
     const hello = { workerId: 'manual', environment: 'default', workspace: null, host: 'here', pid: 1, capacity: 1, running: [] };
     await link.call<HelloAnswer>('hello', hello);
     const key = 'a-key-only-this-worker-knows';

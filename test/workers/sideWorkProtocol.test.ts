@@ -24,7 +24,7 @@ describe('the sideWork worker method', () => {
     const api = new TurnloomClient(hub.connect());
     const { threadId } = await api.call('thread.create', {});
     const { turnId } = await api.call('turn.start', { threadId, input: { text: 'hello' } });
-    const link = new WorkerLink(hub.connect(), subjects());
+    const link = new WorkerLink(hub.connect(), subjects(), 'default');
     await link.call<HelloAnswer>('hello', { workerId: 'manual', environment: 'default', workspace: null, host: 'here', pid: 1, capacity: 1, running: [] });
     const key = 'a-key-only-this-worker-knows';
     const { token } = await link.call<{ token: number }>('claim', { workerId: 'manual', threadId, turnId, claimId: 'c1', keyHash: createHash('sha256').update(key).digest('hex') });
