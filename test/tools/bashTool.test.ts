@@ -32,6 +32,10 @@ describe.each([
     expect(await run(tools, 'bash', { command: 'true', timeoutMs: 3_600_000 })).toEqual({ output: 'exit code 0', isError: false });
   });
 
+  it('says how a shell killed by a signal ended; isolated, as 128 + n (as bash reports a child): the status passes through the namespace init, which can only exit', async () => {
+    expect(await run(at(), 'bash', { command: 'echo bye; kill -TERM $$' })).toEqual({ output: `bye\n${isolate ? 'exit code 143' : 'killed by SIGTERM'}`, isError: true });
+  });
+
   it('runs in the workspace root, with no input', async () => {
     const tools = at();
     expect((await run(tools, 'bash', { command: 'pwd -P' })).output).toBe(`${realpathSync(root)}\nexit code 0`);
