@@ -35,7 +35,8 @@ const init = [
   'echo "$status" >&3',
   '[ "$keep" = keep ] || exit "$status"',
   'exec 3>&-',
-  'while :; do sleep 86400; done',
+  // A sleep killed by a signal (the SIGTERM that stops the call) is waited out again; one that cannot run ends the namespace rather than spin.
+  'while :; do sleep 86400 || [ $? -gt 128 ] || exit 1; done',
 ].join('\n');
 
 /**
