@@ -9,16 +9,16 @@ import { ToolError } from './toolError.ts';
 export type Isolation = { isolated: true } | { isolated: false; reason: string };
 
 /**
- * PID 1 of a command's namespaces, run by `sh` with its stdout and stderr
- * those of the command (which are where a failure to mount shows). It mounts an empty
- * read-only tmpfs over each folder to hide (it is root of the outer user
- * namespace, so it may), then runs the command in a user namespace of its
- * own mapped back to the user's uid and gid: there the command holds no
- * capability over these mounts, so it can neither unmount /proc (which
- * shows only this namespace) nor the hidden folders, nor read this init's
- * memory. The command's exit status goes to fd 3 (a signal shows as
- * 128 + its number, as bash reports it): an init cannot die by a signal of
- * its own namespace, so its exit status could not say more. A kept call's
+ * PID 1 of a command's namespaces, run by `sh`, with the command's stdout
+ * and stderr (where a failure to mount shows). It mounts an empty read-only
+ * tmpfs over each folder to hide (it is root of the outer user namespace,
+ * so it may), then runs the command in a user namespace of its own mapped
+ * back to the user's uid and gid: there the command holds no capability
+ * over these mounts, so it can neither unmount /proc (which shows only
+ * this namespace) nor the hidden folders, nor read this init's memory. It
+ * writes the command's exit status to fd 3, as `wait` gives it (a signal
+ * as 128 + its number, as bash reports a child): the init itself only ever
+ * exits with a code, which is all `unshare` could pass on. A kept call's
  * init stays, and with it the namespace and everything in it, until it is
  * killed; any other exits, and the kernel kills what is left in the
  * namespace with it.
