@@ -108,7 +108,8 @@ export async function serveCommand(args: string[]): Promise<number> {
     throw new UsageError(`serve: ${values['nats-user'] !== undefined ? '--nats-user' : '--nats-creds'} needs --nats URL`);
   }
   const dataDir = await dataFolderFor(values.workspace ?? '.', values.data);
-  const workspace = values['no-worker'] ? null : await workspaceSetup('serve', '--workspace', values.workspace ?? '.', dataDir);
+  const secretFiles = [values.auth, values['nats-creds']].filter((file) => file !== undefined);
+  const workspace = values['no-worker'] ? null : await workspaceSetup('serve', '--workspace', values.workspace ?? '.', dataDir, secretFiles);
 
   // Then the resources, each closed again if a later one fails.
   const store = openStore(dataDir);

@@ -42,7 +42,7 @@ export async function workerCommand(args: string[]): Promise<number> {
   if (values.nats === undefined) throw new UsageError('worker: --nats URL is required (a worker reaches its engine through NATS); see turnloom worker --help');
   if (values.workspace === undefined) throw new UsageError('worker: --workspace DIR is required; see turnloom worker --help');
   // A worker keeps no data folder of its own.
-  const workspace = await workspaceSetup('worker', '--workspace', values.workspace, null);
+  const workspace = await workspaceSetup('worker', '--workspace', values.workspace, null, values['nats-creds'] === undefined ? [] : [values['nats-creds']]);
   for (const [option, value] of [['--env', values.env], ['--id', values.id]] as const) {
     if (value !== undefined && !idPattern.test(value)) throw new UsageError(`worker: ${option} "${value}" must be 1-128 letters, digits, "_" or "-"`);
   }

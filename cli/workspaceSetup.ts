@@ -36,15 +36,16 @@ const isolationWarning = (reason: string): string =>
  * The folder a worker's model works in: its tools, and its checkpoints when
  * it is a git repository; `dataDir`, this process's data folder, is never
  * part of a checkpoint (its marker says so too, but a tool may delete that).
- * Commands see it, and turnloom's folder under the XDG data home (the
- * threads of every workspace), empty, when they run isolated.
+ * Commands see it, turnloom's folder under the XDG data home (the threads
+ * of every workspace) and `secretFiles` (an auth file, NATS credentials)
+ * empty, when they run isolated.
  */
-export async function workspaceSetup(command: string, option: string, dir: string, dataDir: string | null): Promise<WorkspaceSetup> {
+export async function workspaceSetup(command: string, option: string, dir: string, dataDir: string | null, secretFiles: readonly string[] = []): Promise<WorkspaceSetup> {
   const workspace = resolve(dir);
   if (!statSync(workspace, { throwIfNoEntry: false })?.isDirectory()) throw new UsageError(`${command}: ${option} ${workspace} is not a folder`);
   const store = await Checkpoints.open(workspace, { exclude: dataDir === null ? [] : [dataDir] });
   const checkpoints: CheckpointSetting = store ? { store } : { off: `${workspace} is not a git repository: turns run without checkpoints, and cannot be undone` };
-  const tools = new WorkspaceTools({ root: workspace, hiddenPaths: [dataHome(), ...(dataDir === null ? [] : [dataDir])] });
+  const tools = new WorkspaceTools({ root: workspace, hiddenPaths: [dataHome(), ...(dataDir === null ? [] : [dataDir]), ...secretFiles.map((file) => resolve(file))] });
   const isolation = await tools.isolation();
   return {
     workspace,

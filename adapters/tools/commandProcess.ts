@@ -27,7 +27,7 @@ export interface CommandSettings {
   cwd: string;
   env: NodeJS.ProcessEnv;
   isolated: boolean;
-  /** Folders an isolated command sees empty and read-only (real paths, existing, not holding `cwd`). */
+  /** Folders and files an isolated command sees empty (real paths, existing, not holding `cwd`). */
   hidden: readonly string[];
 }
 

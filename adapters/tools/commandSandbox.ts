@@ -11,8 +11,8 @@ export type Isolation = { isolated: true } | { isolated: false; reason: string }
 /**
  * PID 1 of a command's namespaces, run by `sh`, with the command's stdout
  * and stderr (where a failure to mount shows). It mounts an empty read-only
- * tmpfs over each folder to hide (it is root of the outer user namespace,
- * so it may), then runs the command in a user namespace of its own mapped
+ * tmpfs over each folder to hide, and /dev/null over each file (it is root
+ * of the outer user namespace, so it may), then runs the command in a user namespace of its own mapped
  * back to the user's uid and gid: there the command holds no capability
  * over these mounts, so it can neither unmount /proc (which shows only
  * this namespace) nor the hidden folders, nor read this init's memory. It
@@ -26,7 +26,9 @@ export type Isolation = { isolated: true } | { isolated: false; reason: string }
 const init = [
   'uid=$1 gid=$2 keep=$3 script=$4',
   'shift 4',
-  'for hidden do mount -t tmpfs -o ro,size=4k,mode=0555 turnloom-hidden "$hidden" || exit 125; done',
+  'for hidden do',
+  '  if [ -d "$hidden" ]; then mount -t tmpfs -o ro,size=4k,mode=0555 turnloom-hidden "$hidden"; else mount --bind /dev/null "$hidden"; fi || exit 125',
+  'done',
   'unshare --map-user="$uid" --map-group="$gid" -- /bin/bash -c "$script" 3>&- &',
   // What this shell says of its job ("Terminated") is not the command's output.
   'exec 2>/dev/null',
@@ -89,47 +91,47 @@ export function isolationHere(): Promise<Isolation> {
   return probed;
 }
 
-/** The device and inode of a folder, or null when there is none at `folder`. */
-function identity(folder: string): { real: string; id: string } | null {
+/** The real path, device and inode of the folder or file at `hidden`, or null when there is none. */
+function identity(hidden: string): { real: string; id: string } | null {
   try {
-    const real = realpathSync(folder);
+    const real = realpathSync(hidden);
     const stat = statSync(real);
-    return stat.isDirectory() ? { real, id: `${stat.dev}:${stat.ino}` } : null;
+    return stat.isDirectory() || stat.isFile() ? { real, id: `${stat.dev}:${stat.ino}` } : null;
   } catch {
     return null;
   }
 }
 
 /**
- * turnloom's own folders, hidden from isolated commands by their paths,
- * which a command could change: renaming a parent takes the folder out
- * from under its path (the mount over it moves along, for that call only),
- * and another folder may be put in its place. So each is checked, before
- * every command, to be the folder first seen there; one that has gone or
- * been replaced stops commands until it is back, rather than be shown.
+ * turnloom's own folders and secret files, hidden from isolated commands
+ * by their paths, which a command could change: renaming a parent takes
+ * one out from under its path (the mount over it moves along, for that
+ * call only), and another may be put in its place. So each is checked,
+ * before every command, to be the one first seen there; one that has gone
+ * or been replaced stops commands until it is back, rather than be shown.
  */
-export class HiddenFolders {
+export class HiddenPaths {
   private readonly seen = new Map<string, string>();
 
-  constructor(private readonly folders: readonly string[]) {}
+  constructor(private readonly paths: readonly string[]) {}
 
   /**
    * The real paths to hide from a command working in `cwd`: not one that
-   * does not exist yet, nor one that holds `cwd` (it would hide the
+   * does not exist yet, nor a folder that holds `cwd` (it would hide the
    * workspace), nor one inside another (hidden with it).
    */
   forCommandIn(cwd: string): string[] {
-    const hidden = this.folders.flatMap((folder) => {
-      const now = identity(folder);
-      const was = this.seen.get(folder);
+    const hidden = this.paths.flatMap((given) => {
+      const now = identity(given);
+      const was = this.seen.get(given);
       if (was !== undefined && now?.id !== was) {
-        throw new ToolError(`commands are refused: ${folder}, turnloom's own folder, has been moved or replaced since the last command; put it back, or restart turnloom`);
+        throw new ToolError(`commands are refused: ${given}, which turnloom hides from them, has been moved or replaced since the last command; put it back, or restart turnloom`);
       }
       if (now === null) return [];
-      this.seen.set(folder, now.id);
+      this.seen.set(given, now.id);
       return holds(now.real, cwd) ? [] : [now.real];
     });
-    return hidden.filter((folder) => !hidden.some((other) => other !== folder && holds(other, folder)));
+    return hidden.filter((one) => !hidden.some((other) => other !== one && holds(other, one)));
   }
 }
 

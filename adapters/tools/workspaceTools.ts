@@ -2,7 +2,7 @@ import type { ToolCall, ToolClass, ToolExecutor, ToolResult, ToolSpec } from '..
 import { bashTool } from './bashTool.ts';
 import { capOutput } from './capOutput.ts';
 import { type CommandSettings, KeptCommands } from './commandProcess.ts';
-import { HiddenFolders, type Isolation, isolationHere } from './commandSandbox.ts';
+import { HiddenPaths, type Isolation, isolationHere } from './commandSandbox.ts';
 import { editTool } from './editTool.ts';
 import { globTool } from './globTool.ts';
 import { grepTool } from './grepTool.ts';
@@ -38,8 +38,9 @@ export interface WorkspaceToolsOptions {
   isolate?: boolean;
   /**
    * Folders an isolated command sees empty and read-only (turnloom's own
-   * data); one that holds the workspace is not hidden, and one moved or
-   * replaced since an earlier command stops commands until it is back.
+   * data), and files it sees empty (credentials); a folder that holds the
+   * workspace is not hidden, and one moved or replaced since an earlier
+   * command stops commands until it is back.
    */
   hiddenPaths?: string[];
 }
@@ -112,7 +113,7 @@ export class WorkspaceTools implements ToolExecutor {
     this.workspace = new Workspace(options.root);
     const env = options.env ?? process.env;
     this.isolate = options.isolate ?? true;
-    const hidden = new HiddenFolders(options.hiddenPaths ?? []);
+    const hidden = new HiddenPaths(options.hiddenPaths ?? []);
     this.limits = {
       maxOutputChars: Math.max(1, options.maxOutputChars ?? 30_000),
       maxReadBytes: Math.max(1, options.maxReadBytes ?? 256 * 1024),

@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, realpathSync as realpath, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, readdirSync, realpathSync as realpath, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -116,6 +116,15 @@ describe('bash isolation', () => {
     expect(readdirSync(data).sort()).toEqual(['inner', 'secret.txt', 'ws']);
     const inside = await run(toolsAt(workspaceInData, { hiddenPaths: [data] }), 'bash', { command: 'pwd -P; touch made' });
     expect(inside).toEqual({ output: `${realpath(workspaceInData)}\nexit code 0`, isError: false });
+  });
+
+  it('shows a hidden file (credentials) empty, and writes to it go nowhere', async () => {
+    const secrets = folders.make('turnloom-hidden-');
+    const creds = path.join(secrets, 'worker.creds');
+    writeFileSync(creds, 'SUAM-the-seed');
+    const { output } = await run(toolsAt(root, { hiddenPaths: [creds] }), 'bash', { command: `cat ${creds}; echo planted > ${creds}; cat ${creds}; ls ${secrets}` });
+    expect(output).toBe('worker.creds\nexit code 0');
+    expect(readFileSync(creds, 'utf8')).toBe('SUAM-the-seed');
   });
 
   it('refuses commands once a hidden folder was moved away from its path or replaced, rather than show it', async () => {
