@@ -1,4 +1,4 @@
-import { type Stats, accessSync, closeSync, constants, mkdirSync, openSync, readSync, statSync, unlinkSync, writeSync } from 'node:fs';
+import { type Stats, accessSync, chmodSync, closeSync, constants, mkdirSync, openSync, readSync, readdirSync, statSync, unlinkSync, writeSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { TurnloomError } from '../domain/index.ts';
 
@@ -65,7 +65,12 @@ function statOrNull(path: string): Stats | null {
   }
 }
 
-/** mkdir -p, one level at a time: Node's recursive mkdir spins forever under /proc. */
+/**
+ * mkdir -p, one level at a time: Node's recursive mkdir spins forever under
+ * /proc. Every folder made is the user's alone (0700): a thread's log holds
+ * code, prompts and whatever a command printed, which other local users
+ * must not read.
+ */
 function makeFolder(path: string, target: string): void {
   const parent = dirname(path);
   if (parent !== path) {
@@ -73,8 +78,10 @@ function makeFolder(path: string, target: string): void {
     if (above === null) makeFolder(parent, target);
     else if (!above.isDirectory()) throw unusable(target, 'a parent of it is a file');
   }
-  mkdirSync(path);
+  mkdirSync(path, { mode: PRIVATE });
 }
+
+const PRIVATE = 0o700;
 
 /**
  * Writes one of the data folder's own files. The folder may be inside a
@@ -110,6 +117,9 @@ export function prepareDataFolder(path: string): void {
     if (found === null) makeFolder(path, path);
     else if (!found.isDirectory()) throw unusable(path, 'it is a file, not a folder');
     accessSync(path, constants.R_OK | constants.W_OK | constants.X_OK);
+    // A data folder made before folders were private, or opened as an empty folder, becomes the user's alone;
+    // a folder of other things the user pointed --data at keeps the access they gave it.
+    if (found !== null && (found.mode & 0o077) !== 0 && (isDataFolderMarker(join(path, DATA_FOLDER_MARKER)) || readdirSync(path).length === 0)) chmodSync(path, PRIVATE);
     // Written on every open: a marker someone deleted or changed is back before the next checkpoint looks for it.
     writeOwnFile(join(path, DATA_FOLDER_MARKER), markerText);
     // A data folder inside a repository stays out of the user's `git status` (`*` covers this file too).

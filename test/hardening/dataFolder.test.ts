@@ -1,5 +1,5 @@
-import { execFileSync, spawn } from 'node:child_process';
-import { lstatSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
+import { chmodSync, lstatSync, mkdirSync, readdirSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { readFileSync } from 'node:fs';
@@ -99,6 +99,30 @@ describe('the data folder', () => {
     expect(readFileSync(outside, 'utf8')).toBe('keep me\n');
     expect(lstatSync(join(data, 'turnloom-data')).isSymbolicLink()).toBe(false);
     expect(readFileSync(join(data, 'turnloom-data'), 'utf8')).toMatch(/^turnloom data folder\n/);
+  });
+
+  it('is the user’s alone: made 0700 with the folders above it, an older one tightened, and another local user cannot read a thread', async () => {
+    dir = tempDir('turnloom-lock-');
+    const data = join(dir.path, 'home', 'turnloom', 'run');
+    await LmdbStore.open(data).close();
+    for (const folder of [data, join(dir.path, 'home', 'turnloom'), join(dir.path, 'home')]) expect(statSync(folder).mode & 0o777, folder).toBe(0o700);
+    // One made before folders were private: opened, it is tightened; a folder of the user's own things is left as it is.
+    chmodSync(data, 0o755);
+    await LmdbStore.open(data).close();
+    expect(statSync(data).mode & 0o777).toBe(0o700);
+    const shared = join(dir.path, 'shared');
+    mkdirSync(shared, { mode: 0o755 });
+    chmodSync(shared, 0o755);
+    writeFileSync(join(shared, 'readme.txt'), 'the user keeps other things here\n');
+    await LmdbStore.open(shared).close();
+    expect(statSync(shared).mode & 0o777).toBe(0o755);
+    // As another user (root can be anyone: the CI runs as root; as anyone else, the mode bits above say the same).
+    if (process.getuid?.() === 0) {
+      chmodSync(dir.path, 0o755);
+      const read = spawnSync('su', ['-s', '/bin/sh', 'nobody', '-c', `cat ${join(data, 'data.mdb')} > /dev/null`], { encoding: 'utf8' });
+      expect(read.status).not.toBe(0);
+      expect(read.stderr).toMatch(/Permission denied/);
+    }
   });
 
   it('must be a writable folder: a file or a place that cannot be created is one clear error', () => {
