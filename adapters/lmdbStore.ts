@@ -1,5 +1,5 @@
 import { type Database, type RootDatabase, open } from 'lmdb';
-import { type ActorSnapshotRecord, type CommitBatch, type ListedThread, type QueuedTurnView, type Receipt, type StoredEvent, type ThreadHead, type ThreadStore, type ThreadSummary, type ThreadView, type TurnView, TurnloomError, queuedTurnView, summarize } from '../domain/index.ts';
+import { type ActorSnapshotRecord, type CommitBatch, type ListedThread, type QueuedTurnView, type Receipt, type ReplicaMark, type ReplicaStore, type StoredEvent, type ThreadHead, type ThreadSummary, type ThreadView, type TurnView, TurnloomError, queuedTurnView, summarize } from '../domain/index.ts';
 import { prepareDataFolder } from './dataFolder.ts';
 import { GroupCommit } from './groupCommit.ts';
 import { type ProcessIdentity, currentProcess, isAlive } from './processIdentity.ts';
@@ -34,6 +34,8 @@ type LegacyQueuedTurn = Omit<QueuedTurnView, 'seq' | 'preview' | 'bytes'> & { in
 interface Meta {
   owner: ProcessIdentity;
   layout: number;
+  /** In a cluster: which engine this folder belongs to, which stream it copies, and how far. */
+  replica: ReplicaMark;
 }
 
 /**
@@ -55,9 +57,9 @@ interface Meta {
  * | `receiptAges` | [at, commandId]       | 1 (receipts oldest first, for expiry) |
  * | `threadOrder` | seq of `thread.created` | threadId (listing, newest first) |
  * | `ownerThreads` | [owner or '', seq of `thread.created`] | threadId (one owner's listing) |
- * | `meta`      | `owner`, `layout`       | ProcessIdentity (the folder lock); the layout version |
+ * | `meta`      | `owner`, `layout`, `replica` | ProcessIdentity (the folder lock); the layout version; in a cluster, the ReplicaMark |
  */
-export class LmdbStore implements ThreadStore {
+export class LmdbStore implements ReplicaStore {
   private readonly env: RootDatabase;
   private readonly log: Database<StoredEvent, number>;
   private readonly threadLog: Database<number, [string, number]>;
@@ -277,6 +279,22 @@ export class LmdbStore implements ThreadStore {
     return [...this.openTurnIndex.getRange({}).map(({ key, value }) => ({ threadId: key, turnId: value }))];
   }
 
+  lastEventSeq(threadId: string): number {
+    for (const seq of this.threadLog.getRange({ start: [threadId, Number.MAX_SAFE_INTEGER], end: [threadId, 0], reverse: true, limit: 1 }).map(({ value }) => value)) return seq;
+    return 0;
+  }
+
+  readReplica(): ReplicaMark | undefined {
+    return this.meta.get('replica') as Meta['replica'] | undefined;
+  }
+
+  async writeReplica(mark: ReplicaMark): Promise<void> {
+    await this.group.run(() => {
+      const current = this.readReplica();
+      if (!current || current.engineId !== mark.engineId || current.source !== mark.source || mark.position > current.position) this.meta.put('replica', mark);
+    });
+  }
+
   openReverts(): Array<{ threadId: string; revertId: string }> {
     return [...this.openRevertIndex.getRange({}).map(({ key, value }) => ({ threadId: key, revertId: value }))];
   }
@@ -289,7 +307,7 @@ export class LmdbStore implements ThreadStore {
         throw new TurnloomError('conflict', `thread ${batch.threadId} moved on (at ${currentSeq}, expected ${batch.expectedThreadSeq})`);
       }
       if (this.receipts.get(batch.commandId)) throw new TurnloomError('conflict', `command ${batch.commandId} already has a receipt`);
-      let seq = this.lastSeq();
+      let seq = batch.firstSeq === undefined ? this.lastSeq() : batch.firstSeq - 1;
       const events: StoredEvent[] = batch.events.map(({ threadSeq, event }) => {
         seq += 1;
         const storedEvent: StoredEvent = { seq, threadId: batch.threadId, threadSeq, commandId: batch.commandId, at: batch.at, event };

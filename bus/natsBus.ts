@@ -39,6 +39,11 @@ export class NatsBus implements Bus {
     return createInbox(this.inboxPrefix);
   }
 
+  /** The NATS connection itself, for what rides on it beyond subjects (a cluster's JetStream log and buckets). */
+  get connection(): NatsConnection {
+    return this.nc;
+  }
+
   /** The largest message the server accepts (its `max_payload`, from the INFO it sent on connect). */
   get maxPayload(): number | undefined {
     return this.nc.info?.max_payload;

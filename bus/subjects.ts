@@ -50,8 +50,23 @@ export interface Subjects {
   offers(environment: string): string;
   /** Work on an environment's workspace a worker does for the API (restoring a checkpoint), to one of them: `<p>.v1.work.task.<environment>`. */
   workspaceTasks(environment: string): string;
-  /** Engines only: who serves this prefix (one engine per prefix): `<p>.v1.engine.claim`. */
+  /** Engines only: who serves this prefix (one engine per prefix, or one cluster): `<p>.v1.engine.claim`. */
   readonly engineClaim: string;
+  /**
+   * Engines of a cluster only: a request one engine passes on to the engine
+   * that owns its thread, under the subject it came on after `<p>.v1.`:
+   * `<p>.v1.engine.<engineId>.relay.api.thread.get`.
+   */
+  engineRelay(engineId: string, tail: string): string;
+  /** Every request passed on to one engine: `<p>.v1.engine.<engineId>.relay.>`. */
+  engineRelayAll(engineId: string): string;
+  /** Engines of a cluster only: what one engine tells all the others (a worker's hello, a dropped watch): `<p>.v1.engine.cast.<kind>`. */
+  engineCast(kind: 'hello' | 'unwatch'): string;
+  /** The part of a subject after `<p>.v1.` (`api.thread.get`), or `undefined` when it is not under the prefix. */
+  tailOf(subject: string): string | undefined;
+  /** Engines of a cluster only: a thread's replicated log, one JetStream subject per thread: `<p>.v1.log.<threadId>`. */
+  log(threadId: string): string;
+  readonly logAll: string;
 }
 
 export function subjects(prefix = 'turnloom'): Subjects {
@@ -81,6 +96,12 @@ export function subjects(prefix = 'turnloom'): Subjects {
     offers: (environment) => `${base}.work.offer.${withId('environment', environment)}`,
     workspaceTasks: (environment) => `${base}.work.task.${withId('environment', environment)}`,
     engineClaim: `${base}.engine.claim`,
+    engineRelay: (engineId, tail) => `${base}.engine.${withId('engineId', engineId)}.relay.${tail}`,
+    engineRelayAll: (engineId) => `${base}.engine.${withId('engineId', engineId)}.relay.>`,
+    engineCast: (kind) => `${base}.engine.cast.${kind}`,
+    tailOf: (subject) => (subject.startsWith(`${base}.`) ? subject.slice(base.length + 1) : undefined),
+    log: (threadId) => `${base}.log.${withId('threadId', threadId)}`,
+    logAll: `${base}.log.>`,
   };
 }
 

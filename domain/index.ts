@@ -9,7 +9,7 @@ export type { LogCursor } from './logCursor.ts';
 export { emptyCursor } from './logCursor.ts';
 export type { ErrorCode, ErrorBody, Invariant } from './errors.ts';
 export { TurnloomError, IllegalTransition, InvariantViolation } from './errors.ts';
-export type { ThreadStore, CommitBatch, Receipt, Refusal, ThreadHead, ActorSnapshotRecord, ListedThread, PersistedActor, PersistedActorTree, LifecycleMachineName } from './threadStore.ts';
+export type { ThreadStore, ReplicaStore, ReplicaMark, CommitBatch, Receipt, Refusal, ThreadHead, ActorSnapshotRecord, ListedThread, PersistedActor, PersistedActorTree, LifecycleMachineName } from './threadStore.ts';
 export type { Bus, BusMessage, BusStatus, BusSubscription, PublishOptions, RequestOptions, SubscribeOptions, BusErrorKind } from './bus.ts';
 export { BusError } from './bus.ts';
 export type { ProviderAdapter, ProviderRequest, ProviderMessage, AssistantPart, ToolSpec, ToolCall, ToolResult, ToolExecutor, ToolKind, ToolClass } from './providerAdapter.ts';
@@ -27,3 +27,5 @@ export type { CheckpointSide, FileChange, FileChanges, CheckpointDiff, CapturedT
 export { fitChanges, fitEvent, recordedChanges, recordedDiff, summarizeChanges } from './fileChanges.ts';
 export type { SideTaskKind, SideTaskReport } from './sideWork.ts';
 export { sideTaskKinds, sideTextLimits } from './sideWork.ts';
+export type { Logger, LogFields } from './logger.ts';
+export { silentLogger } from './logger.ts';

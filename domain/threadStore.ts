@@ -74,6 +74,22 @@ export interface CommitBatch {
   turns: Array<{ previous: TurnView | null; turn: TurnView }>;
   snapshot: ActorSnapshotRecord | null;
   receipt: Receipt;
+  /**
+   * The global sequence of the first event when the batch is already in a
+   * log kept elsewhere (a cluster's stream, which numbers it): the store
+   * only keeps its copy. Left out, the store takes the next sequences of its own.
+   */
+  firstSeq?: number;
+}
+
+/** What a store that copies a log kept elsewhere copies, and how far it has taken it in. */
+export interface ReplicaMark {
+  /** The engine this folder belongs to: kept across restarts, so its threads are recognised as its own. */
+  engineId: string;
+  /** Which log it copies (a stream's name and when it was made): a copy of another one is refused. */
+  source: string;
+  /** Everything of the log up to this position is in the folder. */
+  position: number;
 }
 
 export interface ThreadStore {
@@ -111,4 +127,13 @@ export interface ThreadStore {
    */
   expireReceipts(olderThan: number, keepAtMost: number, batchSize: number): Promise<number>;
   close(): Promise<void>;
+}
+
+/** A store that is one engine's copy of a log kept elsewhere (a cluster's stream) as well as its read model. */
+export interface ReplicaStore extends ThreadStore {
+  /** The global sequence of the thread's last event here; 0 when it has none. */
+  lastEventSeq(threadId: string): number;
+  readReplica(): ReplicaMark | undefined;
+  /** Records the mark; a position lower than the one recorded is ignored. */
+  writeReplica(mark: ReplicaMark): Promise<void>;
 }
