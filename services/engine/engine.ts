@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { IllegalTransition, type Inspection, type ListedThread, type Receipt, type StoredEvent, type ThreadHead, type ThreadStore, type ThreadSummary, type ThreadView, type TurnView, TurnloomError, summarize, wellFormed } from '../../domain/index.ts';
+import { type DomainEvent, IllegalTransition, type Inspection, type ListedThread, type Receipt, type StoredEvent, type ThreadHead, type ThreadStore, type ThreadSummary, type ThreadView, type TurnView, TurnloomError, summarize, wellFormed } from '../../domain/index.ts';
 import { type Command, type CommandResult, type Refusal, isSystemCommand } from './commands.ts';
 import { decide } from './decide.ts';
 import { machinesVersion } from './machinesVersion.ts';
@@ -46,6 +46,16 @@ export interface SubmitOptions {
    * again: their rejections are not stored.
    */
   clientCommandId?: boolean;
+}
+
+/** A command another engine decided, as the log shared with it holds it. */
+export interface ReplicatedCommand {
+  commandId: string;
+  at: number;
+  events: Array<{ threadSeq: number; event: DomainEvent }>;
+  receipt: Receipt;
+  /** The global sequence of its first event, as the shared log numbers it. */
+  firstSeq: number;
 }
 
 export type CommittedListener = (events: readonly StoredEvent[]) => void;
@@ -228,8 +238,8 @@ export class Engine {
 
   private async process(command: Command, clientCommandId: boolean): Promise<CommandResult> {
     const fingerprint = fingerprintOf(command);
-    const receipt = this.store.readReceipt(command.commandId);
-    if (receipt) return answer(receipt, fingerprint);
+    const stored = this.store.readReceipt(command.commandId);
+    if (stored) return answer(stored, fingerprint);
 
     const reject = async (error: TurnloomError): Promise<never> => {
       if (error instanceof IllegalTransition) {
@@ -271,13 +281,36 @@ export class Engine {
       throw error;
     }
 
+    const receipt: Receipt = {
+      commandId: command.commandId,
+      fingerprint,
+      threadId: command.threadId,
+      at,
+      outcome: 'accepted',
+      fromThreadSeq: draft.base.seq + 1,
+      toThreadSeq: draft.view.seq,
+      refused,
+    };
+    const committed = await this.commitDraft(thread, draft, command.commandId, receipt);
+    const view = draft.view;
+    this.notify(this.listeners, committed, 'commit');
+    this.inspected(command, at, { outcome: 'accepted', threadSeq: view.seq, transitions: draft.transitions, refused: draft.refusals });
+    return { commandId: command.commandId, threadId: command.threadId, fromThreadSeq: draft.base.seq + 1, toThreadSeq: view.seq, diagnostics: refused.length, refused };
+  }
+
+  /**
+   * Commits a draft with its read model, receipt and (when due) snapshot,
+   * then has the thread's tree adopt the very snapshots that were committed,
+   * so it cannot disagree with the log.
+   */
+  private async commitDraft(thread: LoadedThread, draft: ThreadDraft, commandId: string, receipt: Receipt, firstSeq?: number): Promise<StoredEvent[]> {
     const view = draft.view;
     const { turns, ...head } = view;
     const snapshotDue = draft.touchedTurnBoundary() || view.seq - thread.snapshotSeq >= this.snapshotEvery;
     const stored = await this.store.commit({
-      threadId: command.threadId,
-      commandId: command.commandId,
-      at,
+      threadId: draft.threadId,
+      commandId,
+      at: draft.at,
       expectedThreadSeq: draft.base.seq,
       events: draft.events,
       head: head satisfies ThreadHead,
@@ -285,28 +318,54 @@ export class Engine {
         .filter((turn) => draft.base.turns[turn.id] !== turn)
         .map((turn) => ({ previous: draft.base.turns[turn.id] ?? null, turn })),
       snapshot: snapshotDue ? { threadSeq: view.seq, machinesVersion, actors: thread.actors.persist(draft.stagedActors()) } : null,
-      receipt: {
-        commandId: command.commandId,
-        fingerprint,
-        threadId: command.threadId,
-        at,
-        outcome: 'accepted',
-        fromThreadSeq: draft.base.seq + 1,
-        toThreadSeq: view.seq,
-        refused,
-      },
+      receipt,
+      ...(firstSeq === undefined ? {} : { firstSeq }),
     });
-
-    // The tree takes the very snapshots that were committed, so it cannot disagree with the log.
     thread.actors.adopt(draft.stagedActors());
     thread.view = view;
     if (snapshotDue) thread.snapshotSeq = view.seq;
     thread.lastUsed = this.now();
-    this.loaded.set(command.threadId, thread);
+    this.loaded.set(draft.threadId, thread);
     this.evictOverflow();
-    this.notify(this.listeners, stored, 'commit');
-    this.inspected(command, at, { outcome: 'accepted', threadSeq: view.seq, transitions: draft.transitions, refused: draft.refusals });
-    return { commandId: command.commandId, threadId: command.threadId, fromThreadSeq: draft.base.seq + 1, toThreadSeq: view.seq, diagnostics: refused.length, refused };
+    return stored;
+  }
+
+  /**
+   * Takes in a command another engine decided, as the log it shares with
+   * this one holds it (a cluster's stream): its events go through the same
+   * machines into this engine's copy of the thread (read model, snapshots,
+   * receipt), exactly as they went there. Resolves `false` when the copy
+   * holds it already. Nothing is published or inspected: the engine that
+   * decided it did that.
+   */
+  ingest(threadId: string, command: ReplicatedCommand): Promise<boolean> {
+    if (this.closed) return Promise.reject(new TurnloomError('unavailable', 'engine is closed'));
+    return this.withThreadLock(threadId, async () => {
+      if (this.store.readReceipt(command.commandId)) return false;
+      const existing = this.load(threadId);
+      const baseSeq = existing?.view.seq ?? 0;
+      const first = command.events[0]?.threadSeq;
+      if (first !== undefined && first <= baseSeq) return false;
+      if (first !== undefined && first !== baseSeq + 1) {
+        throw new TurnloomError('internal', `thread ${threadId}: the log holds events from ${first} on, but this copy ends at ${baseSeq}`, { threadId, first, baseSeq });
+      }
+      if (!existing && first === undefined) return false;
+      const thread: LoadedThread = existing ?? { actors: ThreadActors.create(threadId), view: emptyThreadView(threadId, command.at), snapshotSeq: 0, lastUsed: this.now() };
+      const draft = new ThreadDraft(thread.actors, thread.view, command.at, { maxEventBytes: Number.MAX_SAFE_INTEGER, oversize: 'cut', queue: this.queueLimits }, (threadSeq) =>
+        this.store.readThreadEvents(threadId, threadSeq - 1, 1)[0]?.event,
+      );
+      try {
+        for (const { event } of command.events) draft.emit(event);
+      } catch (error) {
+        // Only other machine definitions decide otherwise on the same events: engines of a cluster must run one version.
+        throw new TurnloomError('internal', `thread ${threadId}: this engine's machines (${machinesVersion}) refuse what another engine accepted in command ${command.commandId}: ${error instanceof Error ? error.message : String(error)}`, {
+          threadId,
+          commandId: command.commandId,
+        });
+      }
+      await this.commitDraft(thread, draft, command.commandId, command.receipt, command.firstSeq);
+      return true;
+    });
   }
 
   /** The thread, loaded if needed: snapshot + events after it; no snapshot of these machines means a full replay. */
@@ -392,6 +451,11 @@ export class Engine {
   /** State names of a loaded thread's live actors (undefined when passivated). */
   liveStates(threadId: string): Record<string, unknown> | undefined {
     return this.loaded.get(threadId)?.actors.states();
+  }
+
+  /** Whether the thread's actors are in memory (it was used lately). */
+  isLoaded(threadId: string): boolean {
+    return this.loaded.has(threadId);
   }
 
   get loadedThreadCount(): number {
