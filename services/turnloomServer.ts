@@ -7,6 +7,7 @@ import { Engine, type EngineOptions } from './engine/engine.ts';
 import { CrashRepair } from './runtime/crashRepair.ts';
 import { Deadlines } from './runtime/deadlines.ts';
 import { Worker, type WorkerOptions } from './worker/worker.ts';
+import type { ClusterNode } from './cluster/clusterNode.ts';
 
 export const VERSION = '0.1.0';
 
@@ -37,6 +38,12 @@ export interface TurnloomServerOptions {
   watches?: ThreadWatchesOptions;
   /** How much input may wait on a thread (`EngineOptions.queue`). */
   queue?: EngineOptions['queue'];
+  /**
+   * Run as one engine of a cluster (`ClusterNode.open`): `store` is then the
+   * node's `store`, the log lives in the cluster's JetStream stream, and
+   * requests go to the engine that owns their thread.
+   */
+  cluster?: ClusterNode;
 }
 
 export interface TurnloomServer {
@@ -62,6 +69,7 @@ export interface TurnloomServer {
 export async function startTurnloomServer(options: TurnloomServerOptions): Promise<TurnloomServer> {
   const subjects = subjectsFor(options.prefix);
   const maxPayloadBytes = options.maxPayloadBytes ?? DEFAULT_MAX_PAYLOAD;
+  const cluster = options.cluster;
   const engine = await Engine.open({ store: options.store, maxEventBytes: eventLimitFor(maxPayloadBytes), queue: options.queue });
   const unpublishEvents = publishCommittedEvents(engine, options.bus, subjects);
   const unpublishInspections = publishInspections(engine, options.bus, subjects);
@@ -69,7 +77,8 @@ export async function startTurnloomServer(options: TurnloomServerOptions): Promi
     unpublishEvents();
     unpublishInspections();
   };
-  const watches = new ThreadWatches(options.bus, subjects, options.watches).start(engine);
+  // In a cluster a watch is renewed often, so one lost with its engine comes back on the thread's new owner within seconds.
+  const watches = new ThreadWatches(options.bus, subjects, { ...(cluster ? { ttlMs: 6_000, cluster: true } : {}), ...options.watches }).start(engine);
   const auth = new Authenticator(options.auth ?? null);
   const gateway = new WorkerGateway(options.bus, subjects, engine, watches, {
     // A worker that ran on this host in a process that is gone (the one that held the data folder before, say) holds nothing.
@@ -78,10 +87,14 @@ export async function startTurnloomServer(options: TurnloomServerOptions): Promi
     mayReplyTo: (reply) => auth.mayReplyTo(null, reply),
     ...options.workers,
     maxPayloadBytes,
+    ...(cluster ? { cluster: { engineId: cluster.engineId, router: cluster.router, owns: cluster.owns } } : {}),
   });
+  const owns = cluster ? { owns: cluster.owns } : {};
+  const deadlines = new Deadlines(engine, { interruptMs: options.interruptDeadlineMs ?? 10_000, approvalMs: options.approvalTimeoutMs ?? null, ...owns });
+  const repair = new CrashRepair(engine, owns);
   let api: ApiServer;
   try {
-    api = await new ApiServer({
+    api = new ApiServer({
       bus: options.bus,
       engine,
       subjects,
@@ -92,17 +105,39 @@ export async function startTurnloomServer(options: TurnloomServerOptions): Promi
       ...(options.providers ? { providers: Object.keys(options.providers) } : {}),
       maxPayloadBytes,
       version: VERSION,
-    }).start();
+      ...(cluster ? { cluster: { router: cluster.router, health: () => ({ ...cluster.health() }) } } : {}),
+    });
+    if (cluster) {
+      const served = api;
+      await cluster.start({
+        engine,
+        adopt: async (threadId) => {
+          // A thread taken to be made has nothing to take up yet.
+          if (!engine.summary(threadId)) return;
+          await gateway.adopt(threadId);
+          await deadlines.adopt(threadId);
+          await repair.adopt(threadId);
+        },
+        forget: (threadId) => {
+          gateway.forget(threadId);
+          deadlines.forget(threadId);
+          watches.dropThread(threadId);
+        },
+        busy: (threadId) => watches.watching(threadId),
+        serve: { api: (message, answerTo) => served.handle(message, answerTo), worker: (message, answerTo) => gateway.handle(message, answerTo) },
+      });
+    }
+    await api.start();
   } catch (error) {
+    await cluster?.stop().catch(() => undefined);
     watches.stop();
     unpublish();
     await engine.close();
     throw error;
   }
   await gateway.start();
-  const deadlines = await new Deadlines(engine, { interruptMs: options.interruptDeadlineMs ?? 10_000, approvalMs: options.approvalTimeoutMs ?? null }).start();
+  await deadlines.start();
   // Publishers and the API are up: what repair writes reaches every client, and it does not hold the start.
-  const repair = new CrashRepair(engine);
   const repaired = repair.run();
   const providers = options.providers;
   const worker = providers
@@ -129,6 +164,7 @@ export async function startTurnloomServer(options: TurnloomServerOptions): Promi
       await gateway.stop();
       deadlines.stop();
       watches.stop();
+      await cluster?.stop();
       await engine.close();
       unpublish();
     },

@@ -28,6 +28,8 @@ export interface ApiContext {
   /** How many bytes of events one answer may carry, so every page fits the bus's payload limit. */
   replyBudgetBytes: number;
   service: { name: string; version: string; instance: string; startedAt: number };
+  /** In a cluster: what `health` shows of it (engines, owned threads, the log). */
+  cluster?: () => Record<string, unknown>;
 }
 
 
@@ -37,8 +39,8 @@ interface Handler<M extends ApiMethod> {
   handle(context: ApiContext, params: ApiParams<M>): Promise<ApiResults[M]>;
 }
 
-/** Ids a client left out are derived from the command id, so a retry names the same thread or turn. */
-const derivedId = (kind: string, commandId: string) => `${kind}_${createHash('sha256').update(commandId).digest('hex').slice(0, 24)}`;
+/** Ids a client left out are derived from the command id, so a retry names the same thread or turn (and reaches the same engine of a cluster). */
+export const derivedId = (kind: string, commandId: string) => `${kind}_${createHash('sha256').update(commandId).digest('hex').slice(0, 24)}`;
 const commandIdOf = (params: { commandId?: string | undefined }) => params.commandId ?? randomUUID();
 /** Only a command id the client chose can come back in a retry, so only its rejection is kept. */
 const idOrigin = (params: { commandId?: string | undefined }): SubmitOptions => ({ clientCommandId: params.commandId !== undefined });
@@ -169,7 +171,7 @@ export const apiHandlers: { [M in ApiMethod]: Handler<M> } = {
   },
   'thread.unwatch': {
     scope: 'read',
-    handle: async ({ principal, watches }, params) => ({ removed: watches.unwatch(principal.name, params.watchId) }),
+    handle: async ({ principal, watches }, params) => ({ removed: await watches.unwatch(principal.name, params.watchId) }),
   },
   'turn.start': {
     scope: 'operate',
@@ -298,13 +300,14 @@ export const apiHandlers: { [M in ApiMethod]: Handler<M> } = {
   },
   health: {
     scope: null,
-    handle: async ({ engine, service }) => ({
+    handle: async ({ engine, service, cluster }) => ({
       status: 'ok',
       service: service.name,
       version: service.version,
       instance: service.instance,
       uptimeMs: Date.now() - service.startedAt,
       loadedThreads: engine.loadedThreadCount,
+      ...(cluster ? { cluster: cluster() } : {}),
     }),
   },
 };

@@ -70,7 +70,7 @@ export interface ApiResults {
   'checkpoint.revert': RevertResult;
   'session.stop': MutationResult;
   'worker.list': { workers: WorkerInfo[] };
-  health: { status: 'ok'; service: string; version: string; instance: string; uptimeMs: number; loadedThreads: number };
+  health: { status: 'ok'; service: string; version: string; instance: string; uptimeMs: number; loadedThreads: number; cluster?: Record<string, unknown> };
 }
 
 export type ApiResult<M extends ApiMethod> = ApiResults[M];

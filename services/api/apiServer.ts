@@ -25,6 +25,17 @@ export interface ApiServerOptions {
   watches: ThreadWatches;
   workers: WorkerDirectory;
   version: string;
+  /**
+   * In a cluster: requests go to the engine that owns their thread
+   * (`services/cluster`), and the prefix is shared with the other engines
+   * of the cluster rather than held alone.
+   */
+  cluster?: { router: RequestRouting; health(): Record<string, unknown> };
+}
+
+/** Serves a request here, or has it served by another engine (a cluster's). */
+export interface RequestRouting {
+  route(message: BusMessage, serve: (message: BusMessage) => Promise<void>): Promise<void>;
 }
 
 export const API_QUEUE_GROUP = 'turnloom-api';
@@ -60,7 +71,7 @@ export class ApiServer {
   constructor(options: ApiServerOptions) {
     this.options = options;
     this.maxPayload = options.maxPayloadBytes ?? DEFAULT_MAX_PAYLOAD;
-    this.claim = new EngineClaim(options.bus, options.subjects);
+    this.claim = new EngineClaim(options.bus, options.subjects, options.cluster ? 'cluster' : 'single');
     for (const method of apiMethods) {
       // Micro endpoint names allow only letters, digits, "_" and "-"; the subject keeps the dotted method.
       this.stats.set(method, { name: method.replaceAll('.', '_'), subject: options.subjects.api(method), requests: 0, errors: 0, lastError: null, processingNanos: 0 });
@@ -72,7 +83,7 @@ export class ApiServer {
     const { bus, subjects } = this.options;
     await this.claim.claim();
     this.subscriptions.push(
-      bus.subscribe(subjects.apiAll, (message) => this.inflight.track(this.handle(message)), { queue: API_QUEUE_GROUP }),
+      bus.subscribe(subjects.apiAll, (message) => this.inflight.track(this.receive(message)), { queue: API_QUEUE_GROUP }),
       ...serveDiscovery(
         bus,
         {
@@ -90,12 +101,18 @@ export class ApiServer {
     return this;
   }
 
-  private async handle(message: BusMessage): Promise<void> {
+  private receive(message: BusMessage): Promise<void> {
+    const router = this.options.cluster?.router;
+    return router ? router.route(message, (routed) => this.handle(routed)) : this.handle(message);
+  }
+
+  /** Serves one request here; `answerTo`: where the answer goes when another engine passed the request on (see `answerRequest`). */
+  async handle(message: BusMessage, answerTo?: string): Promise<void> {
     const started = process.hrtime.bigint();
     const method = message.subject.slice(this.options.subjects.api('').length);
     // Another's inbox: nothing is run and nothing published there; all that is left of it is a `forbidden` in the method's stats.
     const foreign = message.reply !== undefined && isInbox(message.reply) && !this.options.auth.mayReplyTo(this.options.auth.identify(message.headers), message.reply);
-    const code = foreign ? 'forbidden' : await answerRequest(this.options.bus, message, this.maxPayload, 'api', (body) => this.dispatch(method, message, body));
+    const code = foreign ? 'forbidden' : await answerRequest(this.options.bus, message, this.maxPayload, 'api', (body) => this.dispatch(method, message, body), undefined, answerTo);
     const stats = isApiMethod(method) ? this.stats.get(method) : undefined;
     if (!stats || code === undefined) return;
     stats.requests += 1;
@@ -122,6 +139,7 @@ export class ApiServer {
       providers: this.options.providers ?? null,
       replyBudgetBytes: replyBudgetFor(this.maxPayload),
       service: { name: 'turnloom', version: this.options.version, instance: this.instance, startedAt: this.startedAt.getTime() },
+      ...(this.options.cluster ? { cluster: this.options.cluster.health } : {}),
     };
     return (handler.handle as (context: ApiContext, params: unknown) => Promise<unknown>)(context, params);
   }

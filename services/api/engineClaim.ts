@@ -10,6 +10,8 @@ interface ClaimNotice {
   state: 'checking' | 'serving';
   pid: number;
   host: string;
+  /** An engine of a cluster shares the prefix with the cluster's other engines, and with nothing else. */
+  mode?: 'single' | 'cluster';
 }
 
 /** Another engine serves this prefix: two engines would split the API between two data folders. */
@@ -17,7 +19,9 @@ export class PrefixTaken extends TurnloomError {
   constructor(prefix: string, rival: ClaimNotice) {
     super(
       'conflict',
-      `another turnloom engine (pid ${rival.pid} on ${rival.host}) already serves the subject prefix "${prefix}" on this bus; stop it, or give this one another --prefix`,
+      rival.mode === 'cluster'
+        ? `engines of a turnloom cluster (one is pid ${rival.pid} on ${rival.host}) already serve the subject prefix "${prefix}" on this bus; join them as one of them, or give this engine another prefix`
+        : `another turnloom engine (pid ${rival.pid} on ${rival.host}) already serves the subject prefix "${prefix}" on this bus; stop it, or give this one another prefix`,
       { prefix, rival },
     );
     this.name = 'PrefixTaken';
@@ -30,19 +34,24 @@ export class PrefixTaken extends TurnloomError {
  * window: an engine already serving wins; two engines checking at the same
  * moment both hear each other (whichever asked first was already listening
  * when the other asked) and the smaller id wins on both sides. The winner
- * keeps answering, so a later engine hears it is serving.
+ * keeps answering, so a later engine hears it is serving. Engines of one
+ * cluster share the prefix: they do not count each other as rivals, but a
+ * single engine and a cluster engine do.
  */
 export class EngineClaim {
-  private readonly self: ClaimNotice = { id: randomUUID(), state: 'checking', pid: process.pid, host: hostname() };
+  private readonly self: ClaimNotice;
   private subscription: BusSubscription | undefined;
   private beaten: ClaimNotice | null = null;
 
   constructor(
     private readonly bus: Bus,
     private readonly subjects: Subjects,
+    mode: 'single' | 'cluster' = 'single',
     /** How long to listen for answers over a network bus (an in-process one answers by the next flush). */
     private readonly windowMs = 250,
-  ) {}
+  ) {
+    this.self = { id: randomUUID(), state: 'checking', pid: process.pid, host: hostname(), mode };
+  }
 
   private outranks(rival: ClaimNotice): boolean {
     return rival.state === 'serving' || rival.id < this.self.id;
@@ -50,6 +59,7 @@ export class EngineClaim {
 
   private hear(rival: ClaimNotice): void {
     if (rival.id === this.self.id || this.self.state === 'serving') return;
+    if (rival.mode === 'cluster' && this.self.mode === 'cluster') return;
     if (this.outranks(rival)) this.beaten ??= rival;
   }
 
@@ -92,7 +102,7 @@ function parseNotice(data: Uint8Array): ClaimNotice | null {
   try {
     const notice = decode(data, JSON_TYPE) as Partial<ClaimNotice>;
     if (typeof notice.id !== 'string' || (notice.state !== 'checking' && notice.state !== 'serving')) return null;
-    return { id: notice.id, state: notice.state, pid: Number(notice.pid), host: String(notice.host) };
+    return { id: notice.id, state: notice.state, pid: Number(notice.pid), host: String(notice.host), mode: notice.mode === 'cluster' ? 'cluster' : 'single' };
   } catch {
     return null;
   }

@@ -14,6 +14,8 @@ const REPLY_HEADROOM = 4_096;
  * `mayReplyTo` narrows where answers may go (the caller's own inbox space);
  * a request that may not be answered is not run either.
  * Resolves with the error code answered, if any (`undefined`: not answered).
+ * `answerTo`, for a request another engine of a cluster passed on, is where
+ * the answer goes instead of the caller's reply (which the checks still look at).
  */
 export async function answerRequest(
   bus: Bus,
@@ -22,6 +24,7 @@ export async function answerRequest(
   label: string,
   work: (body: unknown) => Promise<unknown>,
   mayReplyTo: (reply: string) => boolean = isInbox,
+  answerTo: string | undefined = message.reply,
 ): Promise<ErrorCode | null | undefined> {
   // A bare publish cannot be answered (request/reply only), and replies go to inboxes only.
   if (!message.reply || !isInbox(message.reply) || !mayReplyTo(message.reply)) return undefined;
@@ -44,7 +47,7 @@ export async function answerRequest(
     data = encode(body, contentType);
   }
   try {
-    bus.publish(message.reply, data, { headers: { 'content-type': contentType } });
+    bus.publish(answerTo ?? message.reply, data, { headers: { 'content-type': contentType } });
   } catch (error) {
     console.error(`turnloom ${label}: could not reply`, error);
   }

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { type Bus, type BusMessage, type BusSubscription, type StoredEvent, TurnloomError } from '../../domain/index.ts';
-import { MSGPACK, type Subjects, encode } from '../../bus/index.ts';
+import { JSON_TYPE, MSGPACK, type Subjects, decode, encode } from '../../bus/index.ts';
 import type { Engine } from '../engine/engine.ts';
 import { LeaseLive } from '../runtime/liveBatch.ts';
 
@@ -16,7 +16,15 @@ export interface ThreadWatchesOptions {
   maxPerPrincipal?: number;
   maxTotal?: number;
   now?: () => number;
+  /**
+   * In a cluster a watch lives on the engine that owns its thread: a watch
+   * dropped through another engine is asked of all of them.
+   */
+  cluster?: boolean;
 }
+
+/** How long an engine of a cluster waits for another to say it dropped a watch (one that nobody has is not answered). */
+const UNWATCH_ASK_MS = 1_000;
 
 interface Watch {
   id: string;
@@ -46,6 +54,8 @@ export class ThreadWatches {
   private readonly maxTotal: number;
   private readonly now: () => number;
   private unsubscribe: (() => void) | undefined;
+  private asked: BusSubscription | undefined;
+  private readonly cluster: boolean;
   private sweeper: NodeJS.Timeout | undefined;
 
   constructor(
@@ -57,11 +67,19 @@ export class ThreadWatches {
     this.maxPerPrincipal = options.maxPerPrincipal ?? 64;
     this.maxTotal = options.maxTotal ?? 10_000;
     this.now = options.now ?? Date.now;
+    this.cluster = options.cluster ?? false;
   }
 
   start(engine: Engine): this {
     this.engine = engine;
     this.unsubscribe = engine.onCommitted((events) => this.forward(events));
+    if (this.cluster) {
+      // Another engine was asked to drop a watch: the one that has it says so.
+      this.asked = this.bus.subscribe(this.subjects.engineCast('unwatch'), (message) => {
+        const asked = decodeAsk(message.data);
+        if (asked && message.reply && this.unwatchHere(asked.principal, asked.watchId)) this.bus.publish(message.reply, encode({ removed: true }, JSON_TYPE));
+      });
+    }
     this.sweeper = setInterval(() => this.sweep(), Math.max(1_000, this.ttlMs / 4));
     this.sweeper.unref();
     return this;
@@ -107,11 +125,33 @@ export class ThreadWatches {
     this.live.set(threadId, this.bus.subscribe(this.subjects.liveOf(threadId), forward));
   }
 
-  unwatch(principal: string, watchId: string): boolean {
+  /** Drops the caller's watch; in a cluster, on whichever engine has it. */
+  async unwatch(principal: string, watchId: string): Promise<boolean> {
+    if (this.unwatchHere(principal, watchId)) return true;
+    if (!this.cluster) return false;
+    try {
+      await this.bus.request(this.subjects.engineCast('unwatch'), encode({ principal, watchId }, JSON_TYPE), { timeoutMs: UNWATCH_ASK_MS });
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  private unwatchHere(principal: string, watchId: string): boolean {
     const watch = this.byId.get(watchId);
     if (!watch || watch.principal !== principal) return false;
     this.drop(watch);
     return true;
+  }
+
+  /** Whether any watch follows the thread here (in a cluster, its owner keeps it while it does). */
+  watching(threadId: string): boolean {
+    return this.byThread.has(threadId);
+  }
+
+  /** Drops every watch of a thread this engine of a cluster no longer owns: their renewals reach its new owner, which starts them again. */
+  dropThread(threadId: string): void {
+    for (const watch of [...(this.byThread.get(threadId) ?? [])]) this.drop(watch);
   }
 
   get size(): number {
@@ -156,7 +196,17 @@ export class ThreadWatches {
 
   stop(): void {
     this.unsubscribe?.();
+    this.asked?.unsubscribe();
     clearInterval(this.sweeper);
     for (const watch of [...this.byId.values()]) this.drop(watch);
+  }
+}
+
+function decodeAsk(data: Uint8Array): { principal: string; watchId: string } | null {
+  try {
+    const asked = decode(data, JSON_TYPE) as { principal?: unknown; watchId?: unknown };
+    return typeof asked.principal === 'string' && typeof asked.watchId === 'string' ? { principal: asked.principal, watchId: asked.watchId } : null;
+  } catch {
+    return null;
   }
 }

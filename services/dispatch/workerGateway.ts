@@ -1,5 +1,6 @@
 import { JSON_TYPE, type Subjects, contentTypeOf, decode, encode, isInbox } from '../../bus/index.ts';
-import { type Bus, BusError, type BusMessage, type BusSubscription, type ErrorBody, type StoredEvent, TurnloomError, type WorkerProcess } from '../../domain/index.ts';
+import { type Bus, BusError, type BusMessage, type BusSubscription, type ErrorBody, type StoredEvent, TurnloomError, type TurnView, type WorkerProcess } from '../../domain/index.ts';
+import type { RequestRouting } from '../api/apiServer.ts';
 import { type ApiContext, apiHandlers } from '../api/apiHandlers.ts';
 import type { Principal } from '../api/auth.ts';
 import { replyBudgetFor } from '../api/apiServer.ts';
@@ -43,6 +44,19 @@ export interface WorkerGatewayOptions {
   processGone?: (process: WorkerProcess) => boolean;
   /** Where answers to workers may go (default: any inbox); the server keeps them out of the inbox spaces bound to principals. */
   mayReplyTo?: (reply: string) => boolean;
+  /**
+   * In a cluster: requests go to the engine that owns their thread, this
+   * engine keeps the clocks and offers of the threads it owns only, and
+   * workers' hellos are told to every engine.
+   */
+  cluster?: { engineId: string; router: RequestRouting; owns(threadId: string): boolean };
+}
+
+/** A worker's hello as one engine of a cluster tells the others. */
+interface HelloCast {
+  from: string;
+  environment: string;
+  hello: Hello;
 }
 
 interface HeldLease {
@@ -69,8 +83,9 @@ export class WorkerGateway {
   private readonly leases = new Map<string, HeldLease>();
   private readonly reverts = new Map<string, Promise<RevertAnswer>>();
   private readonly inflight = new Inflight('workers');
-  private readonly options: Required<WorkerGatewayOptions>;
-  private subscription: BusSubscription | undefined;
+  private readonly options: Required<Omit<WorkerGatewayOptions, 'cluster'>>;
+  private readonly cluster: WorkerGatewayOptions['cluster'];
+  private readonly subscriptions: BusSubscription[] = [];
   private unsubscribe: (() => void) | undefined;
   private ticker: NodeJS.Timeout | undefined;
   private scan: Promise<void> | undefined;
@@ -85,7 +100,9 @@ export class WorkerGateway {
   ) {
     const leaseTimeoutMs = options.leaseTimeoutMs ?? 10_000;
     // Several heartbeats fit in a lease, so one lost message does not lose it.
-    this.options = { leaseTimeoutMs, heartbeatMs: Math.min(2_000, Math.floor(leaseTimeoutMs / 4)), maxResumes: 2, now: Date.now, processGone: () => false, mayReplyTo: isInbox, ...options };
+    const { cluster, ...rest } = options;
+    this.cluster = cluster;
+    this.options = { leaseTimeoutMs, heartbeatMs: Math.min(2_000, Math.floor(leaseTimeoutMs / 4)), maxResumes: 2, now: Date.now, processGone: () => false, mayReplyTo: isInbox, ...rest };
     this.registry = new WorkerRegistry(this.options.leaseTimeoutMs);
   }
 
@@ -98,24 +115,63 @@ export class WorkerGateway {
    */
   async start(): Promise<this> {
     this.unsubscribe = this.engine.onCommitted((events) => this.react(events));
-    const now = this.options.now();
     const gone: HeldLease[] = [];
     this.scan = this.engine
       .forEachOpenTurn((threadId, turn) => {
-        const lease = turn.lease;
-        // A lease a commit already told us about (renewed, lost, new) is newer than the row we read.
-        if (lease && !this.leases.has(leaseKey(threadId, turn.id))) {
-          const held = { threadId, turnId: turn.id, workerId: lease.workerId, token: lease.token, expiresAt: now + this.options.leaseTimeoutMs };
-          this.leases.set(leaseKey(threadId, turn.id), held);
-          if (lease.process && this.options.processGone(lease.process)) gone.push(held);
-        }
+        const held = this.followLease(threadId, turn);
+        if (held) gone.push(held);
       })
       .then(() => this.expire(gone, (lease) => `the process of worker ${lease.workerId} is gone`))
       .catch((error: unknown) => console.error('turnloom workers: could not read the open turns', error));
-    this.subscription = this.bus.subscribe(this.subjects.workerAll, (message) => this.inflight.track(this.handle(message)), { queue: WORKER_QUEUE_GROUP });
+    const router = this.cluster?.router;
+    this.subscriptions.push(
+      this.bus.subscribe(this.subjects.workerAll, (message) => this.inflight.track(router ? router.route(message, (routed) => this.handle(routed)) : this.handle(message)), { queue: WORKER_QUEUE_GROUP }),
+    );
+    if (this.cluster) this.subscriptions.push(this.bus.subscribe(this.subjects.engineCast('hello'), (message) => this.heardElsewhere(message)));
     this.ticker = setInterval(() => this.tick(), Math.min(1_000, this.options.heartbeatMs));
     this.ticker.unref();
     return this;
+  }
+
+  /**
+   * Starts the clock of an open turn's lease read from the store (a commit
+   * that already told us about the lease is newer than the row), unless this
+   * engine does not own the thread. Returns the lease when its worker's
+   * process is known to be gone, to expire at once.
+   */
+  private followLease(threadId: string, turn: TurnView): HeldLease | undefined {
+    const lease = turn.lease;
+    if (!lease || this.leases.has(leaseKey(threadId, turn.id)) || !this.owns(threadId)) return undefined;
+    const held = { threadId, turnId: turn.id, workerId: lease.workerId, token: lease.token, expiresAt: this.options.now() + this.options.leaseTimeoutMs };
+    this.leases.set(leaseKey(threadId, turn.id), held);
+    return lease.process && this.options.processGone(lease.process) ? held : undefined;
+  }
+
+  private owns(threadId: string): boolean {
+    return this.cluster?.owns(threadId) ?? true;
+  }
+
+  /**
+   * Takes up a thread this engine of a cluster just took from another: the
+   * clock of its open turn's lease (a full timeout, as on start, unless the
+   * worker's process is known to be gone), its offer if it waits for a
+   * worker, and what nobody would otherwise confirm.
+   */
+  async adopt(threadId: string): Promise<void> {
+    const view = await this.engine.getThread(threadId);
+    const turn = view.openTurnId ? view.turns[view.openTurnId] : undefined;
+    if (turn) {
+      const gone = this.followLease(threadId, turn);
+      if (gone) await this.expire([gone], (lease) => `the process of worker ${lease.workerId} is gone`);
+      else if (!turn.lease && turn.state.startsWith('interrupting')) this.settleUnheld(threadId, turn.id);
+      else this.offer(threadId, turn.id);
+    }
+    this.confirmStopWhenFree(threadId);
+  }
+
+  /** Lets go of the clocks of a thread this engine no longer owns. */
+  forget(threadId: string): void {
+    for (const [key, lease] of this.leases) if (lease.threadId === threadId) this.leases.delete(key);
   }
 
   workers(): WorkerInfo[] {
@@ -163,7 +219,8 @@ export class WorkerGateway {
     return parsed.data;
   }
 
-  private async handle(message: BusMessage): Promise<void> {
+  /** Serves one worker request here; `answerTo`: where the answer goes when another engine passed it on. */
+  async handle(message: BusMessage, answerTo?: string): Promise<void> {
     const addressed = this.subjects.workerMethodOf(message.subject);
     await answerRequest(
       this.bus,
@@ -175,6 +232,7 @@ export class WorkerGateway {
         return this.dispatch(addressed.environment, addressed.method, body, message.reply!);
       },
       this.options.mayReplyTo,
+      answerTo,
     );
   }
 
@@ -240,15 +298,47 @@ export class WorkerGateway {
       throw new TurnloomError('conflict', `worker ${hello.workerId} is live in another environment; choose another id`, { workerId: hello.workerId });
     }
     const arrived = this.registry.heard(hello, now);
-    const leases = hello.running.map(({ threadId, turnId, token }) => {
-      const held = this.leases.get(leaseKey(threadId, turnId));
-      const holds = held !== undefined && held.token === token && held.workerId === hello.workerId && this.engine.summary(threadId)?.environment === environment;
-      if (holds) held.expiresAt = now + this.options.leaseTimeoutMs;
-      return { threadId, turnId, token, held: holds };
-    });
+    const leases = hello.running.map(({ threadId, turnId, token }) => ({ threadId, turnId, token, held: this.renewHeld(environment, hello.workerId, threadId, turnId, token, now) }));
+    if (this.cluster) this.bus.publish(this.subjects.engineCast('hello'), encode({ from: this.cluster.engineId, environment, hello } satisfies HelloCast, JSON_TYPE));
     // A worker that just came (or came back) hears at once what waits in its environment.
     if (arrived) this.offerWaiting(hello.environment).catch((error: unknown) => console.error('turnloom workers:', error));
     return { heartbeatMs: this.options.heartbeatMs, leaseTimeoutMs: this.options.leaseTimeoutMs, leases };
+  }
+
+  /**
+   * Whether the worker still holds a lease it names in its hello; renews the
+   * lease's clock when this engine keeps it. In a cluster the thread may be
+   * another engine's: this engine's copy of it answers, and a copy that
+   * lags behind the lease (it has not reached the `turn.leased` yet) never
+   * says a lease is lost.
+   */
+  private renewHeld(environment: string, workerId: string, threadId: string, turnId: string, token: number, now: number): boolean {
+    const held = this.leases.get(leaseKey(threadId, turnId));
+    const clocked = held !== undefined && held.token === token && held.workerId === workerId && this.engine.summary(threadId)?.environment === environment;
+    if (clocked) held.expiresAt = now + this.options.leaseTimeoutMs;
+    if (!this.cluster || this.owns(threadId)) return clocked;
+    const summary = this.engine.summary(threadId);
+    if (summary?.environment !== environment) return false;
+    if (summary.seq < token) return true;
+    const lease = this.engine.readTurn(threadId, turnId)?.lease;
+    return lease?.token === token && lease.workerId === workerId;
+  }
+
+  /** A worker's hello another engine of the cluster served: this one hears the worker, and renews the leases it keeps for it. */
+  private heardElsewhere(message: BusMessage): void {
+    let cast: HelloCast;
+    try {
+      cast = decode(message.data, JSON_TYPE) as HelloCast;
+      if (cast.from === this.cluster?.engineId) return;
+      cast = { ...cast, hello: helloSchema.parse(cast.hello) };
+    } catch {
+      return;
+    }
+    const now = this.options.now();
+    if (cast.hello.environment !== cast.environment) return;
+    const arrived = this.registry.heard(cast.hello, now);
+    for (const { threadId, turnId, token } of cast.hello.running) this.renewHeld(cast.environment, cast.hello.workerId, threadId, turnId, token, now);
+    if (arrived) this.offerWaiting(cast.environment).catch((error: unknown) => console.error('turnloom workers:', error));
   }
 
   private liveWorker(workerId: string, doing: string): WorkerInfo {
@@ -379,6 +469,7 @@ export class WorkerGateway {
   private async offerWaiting(environment: string | null): Promise<void> {
     const now = this.options.now();
     for (const { threadId, turnId } of this.engine.listOpenTurns()) {
+      if (!this.owns(threadId)) continue;
       const waitsIn = this.engine.summary(threadId)?.environment;
       if (waitsIn === undefined || (environment !== null && waitsIn !== environment) || this.registry.liveIn(waitsIn, now) === 0) continue;
       await this.offerIfWaiting(threadId, turnId).catch((error: unknown) => console.error(`turnloom workers: could not offer ${threadId}/${turnId}`, error));
@@ -438,7 +529,7 @@ export class WorkerGateway {
   }
 
   async stop(): Promise<void> {
-    this.subscription?.unsubscribe();
+    for (const subscription of this.subscriptions.splice(0)) subscription.unsubscribe();
     this.unsubscribe?.();
     clearInterval(this.ticker);
     await this.scan;

@@ -9,6 +9,8 @@ export interface CrashRepairOptions {
   hasLiveWorker?: (threadId: string, turnId: string) => boolean | Promise<boolean>;
   /** Threads repaired at once. */
   concurrency?: number;
+  /** In a cluster: whether this engine owns the thread (only its owner repairs it). */
+  owns?: (threadId: string) => boolean;
 }
 
 /**
@@ -32,7 +34,7 @@ export class CrashRepair {
   /** Resolves with the number of turns repaired; one that cannot be is logged and stays open. Reverts the dead process left running are ended too. */
   async run(): Promise<number> {
     await this.endReverts();
-    const queue = this.engine.listOpenTurns();
+    const queue = this.engine.listOpenTurns().filter(({ threadId }) => this.owns(threadId));
     let repaired = 0;
     const lane = async () => {
       for (let next = queue.shift(); next && !this.stopped; next = queue.shift()) {
@@ -53,20 +55,40 @@ export class CrashRepair {
   private async endReverts(): Promise<void> {
     for (const { threadId, revertId } of this.engine.listOpenReverts()) {
       if (this.stopped) return;
-      await this.engine
-        .submit({
-          type: 'checkpoint.abandonRevert',
-          commandId: systemCommandId('revertFailed', threadId, revertId),
-          threadId,
-          revertId,
-          reason: `the process running revert ${revertId} stopped; its files may be partly put back (the work tree from before it, if it was saved, is the checkpoint named after the revert, under refs/turnloom)`,
-          conflicts: [],
-          saved: null,
-        })
-        .catch((error: unknown) => {
-          if (!this.stopped) console.error(`turnloom: could not end revert ${revertId} of thread ${threadId}`, error);
-        });
+      if (this.owns(threadId)) await this.endRevert(threadId, revertId);
     }
+  }
+
+  private owns(threadId: string): boolean {
+    return this.options.owns?.(threadId) ?? true;
+  }
+
+  /**
+   * Settles what a thread this engine of a cluster just took was left with
+   * by the engine that died: a revert it was running, and an open turn
+   * nobody holds that cannot wait for a worker.
+   */
+  async adopt(threadId: string): Promise<void> {
+    const revert = this.engine.listOpenReverts().find((open) => open.threadId === threadId);
+    if (revert) await this.endRevert(threadId, revert.revertId);
+    const turnId = this.engine.summary(threadId)?.openTurnId;
+    if (turnId) await this.repair(threadId, turnId);
+  }
+
+  private async endRevert(threadId: string, revertId: string): Promise<void> {
+    await this.engine
+      .submit({
+        type: 'checkpoint.abandonRevert',
+        commandId: systemCommandId('revertFailed', threadId, revertId),
+        threadId,
+        revertId,
+        reason: `the process running revert ${revertId} stopped; its files may be partly put back (the work tree from before it, if it was saved, is the checkpoint named after the revert, under refs/turnloom)`,
+        conflicts: [],
+        saved: null,
+      })
+      .catch((error: unknown) => {
+        if (!this.stopped) console.error(`turnloom: could not end revert ${revertId} of thread ${threadId}`, error);
+      });
   }
 
   private async repair(threadId: string, turnId: string): Promise<boolean> {

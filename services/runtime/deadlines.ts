@@ -1,12 +1,14 @@
 import type { Engine } from '../engine/engine.ts';
 import { systemCommandId } from '../engine/commands.ts';
-import { TurnloomError } from '../../domain/index.ts';
+import { TurnloomError, type TurnView } from '../../domain/index.ts';
 
 export interface DeadlineOptions {
   /** An interrupt nobody confirms is settled after this long. */
   interruptMs: number;
   /** An approval nobody answers expires after this long; `null`: approvals wait for ever. */
   approvalMs: number | null;
+  /** In a cluster: whether this engine owns the thread (only its owner keeps its deadlines). */
+  owns?: (threadId: string) => boolean;
 }
 
 /**
@@ -39,12 +41,30 @@ export class Deadlines {
     });
     void this.engine
       .forEachOpenTurn((threadId, turn) => {
-        if (this.stopped) return;
-        if (turn.state.startsWith('interrupting')) this.armInterrupt(threadId, turn.id, this.options.interruptMs);
-        for (const approval of turn.approvals) if (approval.state === 'pending') this.armApproval(threadId, approval.id, approval.requestedAt);
+        if (!this.stopped && (this.options.owns?.(threadId) ?? true)) this.armOpen(threadId, turn);
       })
       .catch((error: unknown) => console.error('turnloom deadlines: could not read the open turns', error));
     return this;
+  }
+
+  /** The deadlines of a thread's open turn, re-armed from the read model (on start, or when this engine takes the thread). */
+  private armOpen(threadId: string, turn: TurnView): void {
+    if (turn.state.startsWith('interrupting')) this.armInterrupt(threadId, turn.id, this.options.interruptMs);
+    for (const approval of turn.approvals) if (approval.state === 'pending') this.armApproval(threadId, approval.id, approval.requestedAt);
+  }
+
+  /** Arms the deadlines of a thread this engine of a cluster just took. */
+  async adopt(threadId: string): Promise<void> {
+    const view = await this.engine.getThread(threadId);
+    const turn = view.openTurnId ? view.turns[view.openTurnId] : undefined;
+    if (turn && !this.stopped) this.armOpen(threadId, turn);
+  }
+
+  /** Disarms the deadlines of a thread this engine no longer owns: its new owner keeps them. */
+  forget(threadId: string): void {
+    for (const key of [...this.timers.keys()]) {
+      if (key.startsWith(`turn:${threadId}:`) || key.startsWith(`approval:${threadId}:`)) this.disarm(key);
+    }
   }
 
   private armInterrupt(threadId: string, turnId: string, ms: number): void {

@@ -1,0 +1,2 @@
+export { ClusterNode } from './clusterNode.ts';
+export type { ClusterHealth, ClusterOptions, ClusterParts } from './clusterNode.ts';
