@@ -1,5 +1,8 @@
 import { type Bus, TurnloomError } from '../domain/index.ts';
-import { InProcessHub, NatsBus } from '../bus/index.ts';
+import { hostname } from 'node:os';
+import { InProcessHub, NatsBus, subjects } from '../bus/index.ts';
+import { ClusterNode } from '../services/cluster/index.ts';
+import { consoleLogger } from './consoleLogger.ts';
 import { type AuthConfig, DEFAULT_MAX_PAYLOAD, authConfigSchema } from '../services/api/index.ts';
 import { type TurnloomServer, VERSION, startTurnloomServer } from '../services/turnloomServer.ts';
 import type { InspectorRelay } from '../inspector/index.ts';
@@ -35,6 +38,10 @@ export const serveUsage = `turnloom serve [options]
                       estimated over it compacts older turns first (default: the model's, if known)
   --workspace DIR     the folder the local worker's agent works in (default: this folder)
   --no-worker         run the engine alone: turns wait for workers started with \`turnloom worker\`
+  --cluster           one engine of a cluster (needs --nats URL[,URL…]): threads' logs live in the NATS server's
+                      JetStream, each thread is owned by one engine at a time and taken over when its engine dies,
+                      and this folder is the engine's copy (see docs/cluster.md)
+  --replicas N        copies JetStream keeps of the cluster's log (default: 3 on a clustered NATS server, else 1)
   --inspect PORT      also serve the live state-chart inspector on http://127.0.0.1:PORT (0 picks a free port);
                       with --auth, its page calls the API with the token in TURNLOOM_TOKEN`;
 
@@ -78,6 +85,8 @@ export async function serveCommand(args: string[]): Promise<number> {
       'max-payload': { type: 'string' },
       'approval-timeout': { type: 'string' },
       'no-worker': { type: 'boolean', default: false },
+      cluster: { type: 'boolean', default: false },
+      replicas: { type: 'string' },
       workspace: { type: 'string' },
       'lease-timeout': { type: 'string' },
       'context-window': { type: 'string' },
@@ -95,6 +104,9 @@ export async function serveCommand(args: string[]): Promise<number> {
   const leaseTimeout = positiveOption('serve', 'lease-timeout', values['lease-timeout']);
   const contextWindow = integerOption('serve', 'context-window', values['context-window'], { min: 1_000, unit: 'tokens' });
   const inspectPort = integerOption('serve', 'inspect', values.inspect, { min: 0, max: 65_535 });
+  const replicas = integerOption('serve', 'replicas', values.replicas, { min: 1, max: 5, unit: 'copies' });
+  if (values.cluster && values.nats === undefined) throw new UsageError('serve: --cluster needs --nats URL[,URL…]: a cluster\'s engines share a NATS server (its JetStream holds the log)');
+  if (replicas !== undefined && !values.cluster) throw new UsageError('serve: --replicas is for --cluster');
   const token = process.env.TURNLOOM_TOKEN || undefined;
   if (token) registerSecret(token);
   const prefix = checkPrefix('serve', values.prefix!);
@@ -116,12 +128,26 @@ export async function serveCommand(args: string[]): Promise<number> {
   let bus: Bus | undefined;
   let server: TurnloomServer | undefined;
   let relay: InspectorRelay | undefined;
+  let cluster: ClusterNode | undefined;
   try {
     bus = nats ? await connectNats(nats, 'turnloom-engine', inboxPrefix) : new InProcessHub().connect();
     const limit = payloadLimit(maxPayload, bus);
+    if (values.cluster && bus instanceof NatsBus) {
+      const info = bus.connection.info;
+      cluster = await ClusterNode.open({
+        nc: bus.connection,
+        bus,
+        subjects: subjects(prefix),
+        local: store,
+        replicas: replicas ?? (info?.cluster ? Math.min(3, info.connect_urls?.length ?? 1) : 1),
+        about: { host: hostname(), pid: process.pid, startedAt: Date.now(), data: dataDir },
+        log: consoleLogger('cluster'),
+      });
+    }
     server = await startTurnloomServer({
       bus,
-      store,
+      store: cluster?.store ?? store,
+      ...(cluster ? { cluster } : {}),
       prefix,
       auth,
       ...(workspace ? { providers: setup.providers, localWorker: { workspace: workspace.workspace, tools: workspace.tools, checkpoints: workspace.checkpoints } } : {}),
@@ -143,6 +169,10 @@ export async function serveCommand(args: string[]): Promise<number> {
     console.log(`turnloom ${VERSION} serving on ${nats ? nats.display : 'the in-process bus (pass --nats URL to serve other processes)'}`);
     console.log(`  API: ${server.subjects.prefix}.v1.api.<method>  events: ${server.subjects.prefix}.v1.evt.<threadId>  live: ${server.subjects.prefix}.v1.live.<environment>.<threadId>.<lease channel>`);
     console.log(`  data: ${dataDir}`);
+    if (cluster) {
+      const health = cluster.health();
+      console.log(`  cluster: engine ${health.engineId} of ${health.engines.length} (${health.engines.join(', ')}); log ${health.log.stream}, ${health.log.replicas} ${health.log.replicas === 1 ? 'copy' : 'copies'}`);
+    }
     console.log(`  ${values['no-worker'] ? 'no local worker (--no-worker): turns wait for `turnloom worker` processes' : `local worker ${server.worker!.workerId}; ${setup.summary}; ${workspace!.summary}`}`);
     if (workspace?.isolationWarning) console.warn(`  ${workspace.isolationWarning}`);
     console.log(`  auth: ${auth ? `${Object.keys(auth.tokens).length} tokens` : 'open (every caller has every scope)'}`);
