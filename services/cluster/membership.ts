@@ -102,7 +102,7 @@ export class Membership {
         this.renewedAt = Date.now();
         return;
       }
-      this.options.log.warn('membership lapsed: letting go of every thread', { engineId: this.options.engineId, silentMs: Date.now() - this.renewedAt });
+      if (this.revision !== null) this.options.log.warn('membership lapsed: letting go of every thread', { engineId: this.options.engineId, silentMs: Date.now() - this.renewedAt });
       this.revision = null;
       this.onLapsed();
       await this.join();

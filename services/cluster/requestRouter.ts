@@ -132,13 +132,12 @@ export class RequestRouter {
     if (tail.startsWith('api.')) {
       const method = tail.slice('api.'.length);
       if (!isApiMethod(method)) return undefined;
-      if (!commandMethods.has(method) || params.commandId !== undefined) {
-        return { kind: 'api', method, threadId, message };
-      }
+      // A new thread's id, when the client left it out, is derived from the command id, as the API derives it.
+      const threadOf = (commandId: unknown) => threadId ?? (method === 'thread.create' && typeof commandId === 'string' ? derivedId('thr', commandId) : undefined);
+      if (!commandMethods.has(method) || params.commandId !== undefined) return { kind: 'api', method, threadId: threadOf(params.commandId), message };
       // The same command id wherever it ends up being run, so a request passed on and then served elsewhere runs once.
       const commandId = randomUUID();
-      const rewritten = { ...message, data: encode({ ...params, commandId }, contentType) };
-      return { kind: 'api', method, threadId: threadId ?? (method === 'thread.create' ? derivedId('thr', commandId) : undefined), message: rewritten };
+      return { kind: 'api', method, threadId: threadOf(commandId), message: { ...message, data: encode({ ...params, commandId }, contentType) } };
     }
     const worker = this.subjects.workerMethodOf(message.subject);
     if (!worker) return undefined;

@@ -8,6 +8,7 @@ import type { StoredEvent, ThreadView } from '../../domain/index.ts';
 import { rebuildView } from '../../services/engine/projector.ts';
 import { type CliProcess, runCli } from '../support/cliProcess.ts';
 import { startNatsServer } from '../support/natsServer.ts';
+import { startNatsCluster } from '../support/natsCluster.ts';
 import { tempDir } from '../support/tempDir.ts';
 import { prng } from '../support/prng.ts';
 
@@ -15,6 +16,10 @@ export interface ChaosOptions {
   turns: number;
   seconds: number;
   seed: number;
+  /** Engines (more than one: a cluster, `serve --cluster`, its log in JetStream). Default 1. */
+  engines?: number;
+  /** nats-servers (more than one: a cluster of them, the log replicated on three). Default 1. */
+  natsNodes?: number;
   /** Say what happens as it happens. */
   log?: (line: string) => void;
 }
@@ -23,6 +28,8 @@ export interface ChaosReport {
   turns: number;
   seconds: number;
   seed: number;
+  engines: number;
+  natsNodes: number;
   kills: { worker: number; engine: number; nats: number };
   started: number;
   completed: number;
@@ -37,6 +44,8 @@ export interface ChaosReport {
   duplicated: number;
   /** Turns that lost a worker and were resumed on another. */
   resumes: number;
+  /** The longest any API request of the client waited for its answer, retries through outages and failovers included, in ms. */
+  longestWaitMs: number;
 }
 
 const TEXT_A = 'Reading the code before touching anything, one careful chunk at a time. ';
@@ -51,11 +60,17 @@ const SCRIPT = {
 };
 const expectedTexts = new Set([TEXT_A.repeat(3), TEXT_B]);
 
-/** Retries a call through engine restarts and NATS outages, for a bounded time. */
+/** The longest a request waited so far (retries included). */
+let longestWaitMs = 0;
+
+/** Retries a call through engine restarts, failovers and NATS outages, for a bounded time. */
 async function persist<T>(call: () => Promise<T>, ms = 60_000): Promise<T> {
-  for (const deadline = Date.now() + ms; ; ) {
+  const started = Date.now();
+  for (const deadline = started + ms; ; ) {
     try {
-      return await call();
+      const answer = await call();
+      longestWaitMs = Math.max(longestWaitMs, Date.now() - started);
+      return answer;
     } catch (error) {
       if (Date.now() > deadline || (error as { code?: string }).code !== 'unavailable') throw error;
       await sleep(200);
@@ -73,9 +88,10 @@ async function wholeLog(client: TurnloomClient, threadId: string): Promise<Store
 }
 
 /**
- * One engine, three workers and a nats-server as separate processes, turns
- * with tool calls behind approvals (answered by a client), and at random
- * moments a kill -9 of a worker, of the engine, or a restart of nats-server.
+ * One engine (or a cluster of them), three workers and a nats-server (or a
+ * cluster of them) as separate processes, turns with tool calls behind
+ * approvals (answered by a client), and at random moments a kill -9 of a
+ * worker, of an engine, or of a nats-server, each started again soon after.
  * Then everything comes back, and every turn must settle, every client view
  * must equal the engine's log, and the log must hold each scripted text
  * exactly once per completed part.
@@ -84,22 +100,35 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
   const log = options.log ?? (() => undefined);
   const random = prng(options.seed);
   const dir = tempDir('turnloom-chaos-');
-  const nats = await startNatsServer({ jetstream: false });
+  const engineCount = options.engines ?? 1;
+  const clustered = engineCount > 1;
+  const natsNodes = options.natsNodes ?? 1;
+  longestWaitMs = 0;
+  // A cluster's log lives in JetStream; one engine keeps it in LMDB and needs none.
+  const nats = natsNodes > 1 ? await startNatsCluster(natsNodes) : await startNatsServer({ jetstream: clustered });
+  const natsUrl = nats.url;
+  const natsProcesses = 'nodes' in nats ? nats.nodes : [nats];
   const prefix = `chaos${options.seed}`;
   const scriptPath = join(dir.path, 'script.json');
   writeFileSync(scriptPath, JSON.stringify(SCRIPT));
   const kills = { worker: 0, engine: 0, nats: 0 };
-  const startEngine = () => runCli(['serve', '--nats', nats.url, '--no-worker', '--prefix', prefix, '--data', join(dir.path, 'data'), '--lease-timeout', '3', '--approval-timeout', '600']);
-  const startWorker = (id: string) => runCli(['worker', '--nats', nats.url, '--workspace', dir.path, '--id', id, '--prefix', prefix, '--script', scriptPath]);
-  let engine: CliProcess = startEngine();
+  const startEngine = (index: number) =>
+    runCli(['serve', '--nats', natsUrl, '--no-worker', '--prefix', prefix, '--data', join(dir.path, `data${index}`), '--lease-timeout', '3', '--approval-timeout', '600', ...(clustered ? ['--cluster'] : [])]);
+  const startWorker = (id: string) => runCli(['worker', '--nats', natsUrl, '--workspace', dir.path, '--id', id, '--prefix', prefix, '--script', scriptPath]);
+  const engines: CliProcess[] = [];
+  for (let index = 0; index < engineCount; index++) {
+    engines.push(startEngine(index));
+    // Engines of a cluster join one after the other, each making sure of the stream and buckets first.
+    if (clustered) await engines[index]!.waitFor('data:', 60_000);
+  }
   const workers = new Map<string, CliProcess>(['w1', 'w2', 'w3'].map((id) => [id, startWorker(id)]));
-  const bus = await NatsBus.connect({ servers: nats.url });
+  const bus = await NatsBus.connect({ servers: natsUrl.split(',') });
   const client = new TurnloomClient(bus, { prefix, timeoutMs: 5_000 });
   const watches: ThreadWatch[] = [];
   const turns: Array<{ threadId: string; turnId: string }> = [];
   let stopped = false;
   try {
-    await engine.waitFor('data:');
+    await Promise.all(engines.map((engine) => engine.waitFor('data:', 60_000)));
     await Promise.all([...workers.values()].map((worker) => worker.waitFor('environment default')));
 
     // The client: starts turns over the first half of the run, and answers every approval it sees.
@@ -137,22 +166,24 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
         await sleep(300 + random() * 1_200);
         workers.set(id, startWorker(id));
       } else if (pick < 0.8) {
-        log('kill -9 engine');
+        const index = Math.floor(random() * engines.length);
+        log(`kill -9 engine ${index + 1}`);
         kills.engine += 1;
-        await engine.kill('SIGKILL');
+        await engines[index]!.kill('SIGKILL');
         await sleep(300 + random() * 1_200);
-        engine = startEngine();
+        engines[index] = startEngine(index);
       } else {
-        log('restart nats-server');
+        const node = natsProcesses[Math.floor(random() * natsProcesses.length)]!;
+        log(`kill -9 nats-server${natsProcesses.length > 1 ? ` ${'name' in node ? node.name : ''}` : ''}`);
         kills.nats += 1;
-        await nats.kill();
+        await node.kill();
         await sleep(300 + random() * 1_200);
-        await nats.start();
+        await node.start();
       }
     }
     await starting;
     log('chaos over: every process back; waiting for the turns to settle');
-    await engine.waitFor('data:', 60_000);
+    await Promise.all(engines.map((engine) => engine.waitFor('data:', 60_000)));
     const settledStates = ['completed', 'failed', 'interrupted'];
     const stateOf = async ({ threadId, turnId }: { threadId: string; turnId: string }) =>
       (await persist(() => client.call('thread.get', { threadId }))).thread.turns[turnId]?.state ?? 'absent';
@@ -164,7 +195,24 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     stopped = true;
     await approving;
 
-    const report: ChaosReport = { turns: options.turns, seconds: options.seconds, seed: options.seed, kills, started: turns.length, completed: 0, failed: 0, failures: {}, interrupted: 0, stuck: 0, lost: 0, duplicated: 0, resumes: 0 };
+    const report: ChaosReport = {
+      turns: options.turns,
+      seconds: options.seconds,
+      seed: options.seed,
+      engines: engineCount,
+      natsNodes,
+      kills,
+      started: turns.length,
+      completed: 0,
+      failed: 0,
+      failures: {},
+      interrupted: 0,
+      stuck: 0,
+      lost: 0,
+      duplicated: 0,
+      resumes: 0,
+      longestWaitMs: 0,
+    };
     for (const [index, { threadId, turnId }] of turns.entries()) {
       const events = await wholeLog(client, threadId);
       if (events.some((event, position) => event.threadSeq !== position + 1)) report.lost += 1;
@@ -197,12 +245,13 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
         log(`thread ${threadId}: the client's view differs from the log (client seq ${seen?.seq}, log ${truth.seq})`);
       }
     }
+    report.longestWaitMs = longestWaitMs;
     return report;
   } finally {
     stopped = true;
     for (const watch of watches) watch.close();
     await bus.close().catch(() => undefined);
-    await Promise.all([engine, ...workers.values()].map((process) => process.kill('SIGKILL')));
+    await Promise.all([...engines, ...workers.values()].map((process) => process.kill('SIGKILL')));
     await nats.dispose();
     dir.remove();
   }

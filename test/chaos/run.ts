@@ -1,4 +1,4 @@
-// `npm run chaos [-- --turns N --seconds S --seed N --json]`: see chaos.ts.
+// `npm run chaos [-- --turns N --seconds S --seed N --engines N --nats-nodes N --json]`: see chaos.ts.
 import { parseArgs } from 'node:util';
 import { runChaos } from './chaos.ts';
 
@@ -7,6 +7,8 @@ const { values } = parseArgs({
     turns: { type: 'string', default: '30' },
     seconds: { type: 'string', default: '60' },
     seed: { type: 'string', default: String(Date.now() % 100_000) },
+    engines: { type: 'string', default: '1' },
+    'nats-nodes': { type: 'string', default: '1' },
     json: { type: 'boolean', default: false },
   },
 });
@@ -18,13 +20,21 @@ const number = (name: string, text: string | undefined, max: number) => {
   }
   return value;
 };
-const options = { turns: number('turns', values.turns, 1_000), seconds: number('seconds', values.seconds, 3_600), seed: number('seed', values.seed, 2 ** 31) };
+const options = {
+  turns: number('turns', values.turns, 1_000),
+  seconds: number('seconds', values.seconds, 3_600),
+  seed: number('seed', values.seed, 2 ** 31),
+  engines: number('engines', values.engines, 9),
+  natsNodes: number('nats-nodes', values['nats-nodes'], 5),
+};
 const report = await runChaos({ ...options, ...(values.json ? {} : { log: (line: string) => console.log(`  ${line}`) }) });
 if (values.json) console.log(JSON.stringify(report, null, 2));
 else {
-  console.log(`chaos run (seed ${report.seed}): ${report.turns} turns, ${report.seconds} s; killed workers ${report.kills.worker}×, the engine ${report.kills.engine}×, nats-server ${report.kills.nats}×`);
+  console.log(
+    `chaos run (seed ${report.seed}): ${report.turns} turns, ${report.seconds} s, ${report.engines} engine${report.engines > 1 ? 's (a cluster)' : ''}, ${report.natsNodes} nats-server${report.natsNodes > 1 ? 's' : ''}; killed workers ${report.kills.worker}×, engines ${report.kills.engine}×, nats-servers ${report.kills.nats}×`,
+  );
   console.log(`started ${report.started}, completed ${report.completed}, failed ${report.failed}, interrupted ${report.interrupted}, resumed ${report.resumes}×`);
   for (const [reason, count] of Object.entries(report.failures)) console.log(`  failed ${count}×: ${reason}`);
-  console.log(`stuck ${report.stuck}, lost ${report.lost}, duplicated ${report.duplicated}`);
+  console.log(`stuck ${report.stuck}, lost ${report.lost}, duplicated ${report.duplicated}; the longest an API request waited: ${report.longestWaitMs} ms`);
 }
 process.exitCode = report.stuck + report.lost + report.duplicated === 0 ? 0 : 1;

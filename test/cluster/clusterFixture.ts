@@ -72,7 +72,7 @@ export class TestCluster {
   async client(url = this.nats.url): Promise<TurnloomClient> {
     const bus = await NatsBus.connect({ servers: url.split(','), timeout: 5_000 });
     this.buses.push(bus);
-    return new TurnloomClient(bus, { prefix: this.prefix, timeoutMs: 30_000 });
+    return new TurnloomClient(bus, { prefix: this.prefix, timeoutMs: 5_000 });
   }
 
   private async connection() {
