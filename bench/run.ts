@@ -23,6 +23,7 @@ const suites: Record<string, { module: string; load: () => Promise<Record<string
   // Written beside this runner; until they exist the suite reports one line instead of a crash.
   pipeline: { module: './pipelineBench.ts', load: () => import('./pipelineBench.ts' as string), exportName: 'pipelineSuite' },
   startup: { module: './startupBench.ts', load: () => import('./startupBench.ts' as string), exportName: 'startupSuite' },
+  cluster: { module: './clusterBench.ts', load: () => import('./clusterBench.ts'), exportName: 'clusterSuite' },
 };
 
 interface Options {

@@ -4,6 +4,7 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { engineSuite } from '../../bench/engineBench.ts';
+import { clusterSuite } from '../../bench/clusterBench.ts';
 import type { Figure } from '../../bench/figure.ts';
 import { storeSuite } from '../../bench/storeBench.ts';
 import { tempDir } from '../support/tempDir.ts';
@@ -42,6 +43,11 @@ describe('npm run bench, smoke', () => {
   it('store: LMDB beside SQLite with 1 and 32 clients', { timeout: 300_000 }, async () => {
     const figures = await storeSuite.run({ smoke: true });
     expectFigures(figures, ['durable1', 'durable32']);
+  });
+
+  it('cluster: one engine on LMDB, one on JetStream R1, three on a 3-node nats-server cluster (R3)', { timeout: 180_000 }, async () => {
+    const figures = await clusterSuite.run({ smoke: true });
+    expectFigures(figures, ['clusterStartLmdb', 'clusterCommitLmdb', 'clusterStartR1', 'clusterCommitR1', 'clusterStartR3x3', 'clusterCommitR3x3']);
   });
 
   it('run.ts --smoke --json engine: stdout is one JSON object of figures', async () => {
