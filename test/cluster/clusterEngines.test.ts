@@ -80,5 +80,20 @@ describe('engines of a cluster on one nats-server', () => {
       cursor = page.nextCursor ?? undefined;
     } while (cursor);
     expect(seen).toEqual([...created].reverse());
+
+    // Every engine answers service discovery, as an instance of one service.
+    const nc = (await connect()).connection;
+    const inbox = `_INBOX.${randomUUID().replaceAll('-', '')}`;
+    const answers: Array<{ name: string; id: string }> = [];
+    const subscription = nc.subscribe(inbox, {
+      callback: (_error, message) => {
+        answers.push(message.json());
+      },
+    });
+    nc.publish(`$SRV.PING.${prefix}`, new Uint8Array(), { reply: inbox });
+    await expect.poll(() => answers.length, { timeout: 5_000 }).toBe(3);
+    subscription.unsubscribe();
+    expect(new Set(answers.map((answer) => answer.name))).toEqual(new Set([prefix]));
+    expect(new Set(answers.map((answer) => answer.id)).size).toBe(3);
   });
 });
