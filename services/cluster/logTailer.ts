@@ -27,6 +27,8 @@ export class LogTailer {
   private readonly pending = new Set<number>();
   /** The last message read from the stream. */
   private read: number;
+  /** The first message that could not be taken in: the position stops below it until the tailer follows again from there. */
+  private failedAt = Number.POSITIVE_INFINITY;
   private marker: NodeJS.Timeout | undefined;
   private marked: number;
   private readonly waiters: Array<{ position: number; resolve: () => void }> = [];
@@ -79,6 +81,7 @@ export class LogTailer {
     while (!this.stopped) {
       try {
         this.read = this.reached;
+        this.failedAt = Number.POSITIVE_INFINITY;
         this.follower = await this.log.follow(this.reached);
         if (this.stopped) this.follower.stop();
         for await (const message of this.follower) {
@@ -89,6 +92,8 @@ export class LogTailer {
             .then(() => this.settle(message.seq))
             .catch((error: unknown) => {
               // Never skipped: the tailer starts over from what is in the folder.
+              this.failedAt = Math.min(this.failedAt, message.seq);
+              this.settle(message.seq);
               this.logger.error('could not take a log message in; following again from the last one taken in', { seq: message.seq, threadId: message.threadId, error: error instanceof Error ? error.message : String(error) });
               this.follower?.stop();
             });
@@ -107,7 +112,7 @@ export class LogTailer {
     this.pending.delete(seq);
     // Messages come in stream order: everything below the oldest one still being taken in is in.
     const oldest = this.pending.values().next();
-    const reached = oldest.done ? this.read : oldest.value - 1;
+    const reached = Math.min(oldest.done ? this.read : oldest.value - 1, this.failedAt - 1);
     if (reached > this.reached) this.reached = reached;
     for (let i = this.waiters.length - 1; i >= 0; i--) {
       const waiter = this.waiters[i]!;

@@ -309,8 +309,8 @@ export class WorkerGateway {
    * Whether the worker still holds a lease it names in its hello; renews the
    * lease's clock when this engine keeps it. In a cluster the thread may be
    * another engine's: this engine's copy of it answers, and a copy that
-   * lags behind the lease (it has not reached the `turn.leased` yet) never
-   * says a lease is lost.
+   * lags behind the lease (it has not reached the thread or its
+   * `turn.leased` yet) never says a lease is lost.
    */
   private renewHeld(environment: string, workerId: string, threadId: string, turnId: string, token: number, now: number): boolean {
     const held = this.leases.get(leaseKey(threadId, turnId));
@@ -318,8 +318,9 @@ export class WorkerGateway {
     if (clocked) held.expiresAt = now + this.options.leaseTimeoutMs;
     if (!this.cluster || this.owns(threadId)) return clocked;
     const summary = this.engine.summary(threadId);
-    if (summary?.environment !== environment) return false;
-    if (summary.seq < token) return true;
+    // A copy that has not reached the thread, or its lease, cannot say it is lost; the owner fences every write anyway.
+    if (!summary || summary.seq < token) return true;
+    if (summary.environment !== environment) return false;
     const lease = this.engine.readTurn(threadId, turnId)?.lease;
     return lease?.token === token && lease.workerId === workerId;
   }

@@ -8,6 +8,8 @@ import { TurnloomClient } from '../../client/index.ts';
 import { PrefixTaken } from '../../services/api/engineClaim.ts';
 import { ClusterNode } from '../../services/cluster/index.ts';
 import { type TurnloomServer, startTurnloomServer } from '../../services/turnloomServer.ts';
+import { ScriptedProvider } from '../../adapters/providers/scriptedProvider.ts';
+import { Worker } from '../../services/worker/worker.ts';
 import { tempDir } from '../support/tempDir.ts';
 
 /**
@@ -41,6 +43,40 @@ describe('engines of a cluster on one nats-server', () => {
     servers.push(server);
     return server;
   };
+
+  const ownerOf = async (prefix: string, threadId: string) => {
+    const owners = await new Kvm((await connect()).connection).open(`TURNLOOM_${prefix}_OWNERS`);
+    const entry = await owners.get(threadId);
+    return entry?.operation === 'PUT' ? entry.string() : null;
+  };
+
+  it('an idle thread is let go; an engine that stops lets go of its threads and another takes what is open', async () => {
+    const prefix = `pi${randomUUID().slice(0, 8)}`;
+    const first = await clusterEngine(prefix);
+    const api = new TurnloomClient(await connect(), { prefix });
+    const { threadId: idle } = await api.call('thread.create', { title: 'idle' });
+    const { threadId: busy } = await api.call('thread.create', { title: 'busy' });
+    const { turnId } = await api.call('turn.start', { threadId: busy, input: { text: 'wait for a worker' } });
+    expect(await ownerOf(prefix, idle)).toBe(first.engineId);
+    // Passivated by its engine with nothing open: its owner key goes at the next sweep.
+    expect(first.server.engine.passivate(idle)).toBe(true);
+    await expect.poll(() => ownerOf(prefix, idle), { timeout: 5_000 }).toBeNull();
+    // The open turn keeps its thread owned, passivated or not.
+    first.server.engine.passivate(busy);
+    await new Promise((resolve) => setTimeout(resolve, 1_200));
+    expect(await ownerOf(prefix, busy)).toBe(first.engineId);
+
+    const second = await clusterEngine(prefix);
+    await servers.shift()!.stop();
+    // The stopped engine let go of its threads; the other one takes what is open within a sweep.
+    await expect.poll(() => ownerOf(prefix, busy), { timeout: 5_000 }).toBe(second.engineId);
+    const worker = await new Worker({ bus: await connect(), prefix, adapterFor: () => new ScriptedProvider({ steps: [[{ text: 'Done by the second engine.' }]] }) }).start();
+    try {
+      await expect.poll(async () => (await api.call('thread.get', { threadId: busy })).thread.turns[turnId]!.state, { timeout: 20_000 }).toBe('completed');
+    } finally {
+      await worker.stop();
+    }
+  });
 
   it('a single engine is refused on a prefix a cluster serves, and a cluster engine on one a single engine serves', async () => {
     const clustered = `pc${randomUUID().slice(0, 8)}`;
