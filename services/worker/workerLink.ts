@@ -18,7 +18,14 @@ export class WorkerLink {
     private readonly bus: Bus,
     private readonly subjects: Subjects,
     private readonly environment: string,
-    private readonly timeoutMs = 10_000,
+    /**
+     * Every worker write is answered in milliseconds, and a retry of one is
+     * safe (the engine answers it from its receipt, or joins the run of the
+     * same command in flight); a request whose engine died on it is never
+     * answered, so a short wait is what bounds how long a turn stalls when
+     * that engine goes (a cluster's owner, killed).
+     */
+    private readonly timeoutMs = 4_000,
   ) {}
 
   async call<T>(method: WorkerMethod, body: object): Promise<T> {
