@@ -104,7 +104,7 @@ export async function serveCommand(args: string[]): Promise<number> {
   const leaseTimeout = positiveOption('serve', 'lease-timeout', values['lease-timeout']);
   const contextWindow = integerOption('serve', 'context-window', values['context-window'], { min: 1_000, unit: 'tokens' });
   const inspectPort = integerOption('serve', 'inspect', values.inspect, { min: 0, max: 65_535 });
-  const replicas = integerOption('serve', 'replicas', values.replicas, { min: 1, max: 5, unit: 'copies' });
+  const replicas = integerOption('serve', 'replicas', values.replicas, { min: 1, max: 5 });
   if (values.cluster && values.nats === undefined) throw new UsageError('serve: --cluster needs --nats URL[,URL…]: a cluster\'s engines share a NATS server (its JetStream holds the log)');
   if (replicas !== undefined && !values.cluster) throw new UsageError('serve: --replicas is for --cluster');
   const token = process.env.TURNLOOM_TOKEN || undefined;

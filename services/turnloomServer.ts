@@ -1,4 +1,4 @@
-import type { Bus, ProviderAdapter, ProviderChoice, ThreadStore } from '../domain/index.ts';
+import { type Bus, type ProviderAdapter, type ProviderChoice, type ReplicaStore, type ThreadStore, TurnloomError } from '../domain/index.ts';
 import { isAlive } from '../adapters/processIdentity.ts';
 import { type Subjects, subjects as subjectsFor } from '../bus/index.ts';
 import { ApiServer, type AuthConfig, Authenticator, DEFAULT_MAX_PAYLOAD, ThreadWatches, type ThreadWatchesOptions, eventLimitFor, publishCommittedEvents, publishInspections } from './api/index.ts';
@@ -70,6 +70,11 @@ export async function startTurnloomServer(options: TurnloomServerOptions): Promi
   const subjects = subjectsFor(options.prefix);
   const maxPayloadBytes = options.maxPayloadBytes ?? DEFAULT_MAX_PAYLOAD;
   const cluster = options.cluster;
+  const replica = 'readReplica' in options.store ? (options.store as ReplicaStore).readReplica() : undefined;
+  if (!cluster && replica) {
+    await options.store.close();
+    throw new TurnloomError('conflict', `this data folder is engine ${replica.engineId}'s copy of a cluster's log (${replica.source}): run it as an engine of that cluster, or give this engine another folder`, { replica });
+  }
   const engine = await Engine.open({ store: options.store, maxEventBytes: eventLimitFor(maxPayloadBytes), queue: options.queue });
   const unpublishEvents = publishCommittedEvents(engine, options.bus, subjects);
   const unpublishInspections = publishInspections(engine, options.bus, subjects);

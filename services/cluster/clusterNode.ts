@@ -104,6 +104,9 @@ export class ClusterNode implements Placement {
    */
   static async open(options: ClusterOptions): Promise<ClusterNode> {
     const { nc, subjects, replicas, local } = options;
+    if (nc.info?.jetstream !== true) {
+      throw new TurnloomError('unavailable', `the NATS server at ${nc.getServer()} has no JetStream, where a cluster keeps its log: start it with JetStream enabled (nats-server -js, or jetstream {} in its configuration)`);
+    }
     const name = deploymentName(subjects.prefix);
     const ttlMs = options.memberTtlMs ?? 3_000;
     // Engines started together race to make the same stream and buckets, and a replicated one elects its leader first: each is tried again for a while.
@@ -119,6 +122,9 @@ export class ClusterNode implements Placement {
         `this engine's data folder copies another log (${mark.source}) than the cluster's (${source}): the stream was made again since; give this engine a new, empty data folder`,
         { copied: mark.source, stream: source },
       );
+    }
+    if (!mark && local.lastSeq() > 0) {
+      throw new TurnloomError('conflict', "this data folder holds a single engine's threads, which are not in the cluster's log: an engine of a cluster needs an empty folder (or its own from before)", { stream: source });
     }
     const engineId = mark?.engineId ?? `e${randomUUID().replaceAll('-', '').slice(0, 16)}`;
     assertId('engineId', engineId);

@@ -78,6 +78,27 @@ describe('engines of a cluster on one nats-server', () => {
     }
   });
 
+  it("a single engine's folder is refused as a cluster engine's copy, and a copy as a single engine's folder", async () => {
+    const singleFolder = join(dir.path, randomUUID());
+    const single = await startTurnloomServer({ bus: await connect(), prefix: `pf${randomUUID().slice(0, 8)}`, store: LmdbStore.open(singleFolder) });
+    await new TurnloomClient(await connect(), { prefix: single.subjects.prefix }).call('thread.create', {});
+    await single.stop();
+    const bus = await connect();
+    const reused = LmdbStore.open(singleFolder);
+    await expect(ClusterNode.open({ nc: bus.connection, bus, subjects: subjects(`pf${randomUUID().slice(0, 8)}`), local: reused, replicas: 1 })).rejects.toThrow(/holds a single engine's threads/);
+    await reused.close();
+
+    const prefix = `pg${randomUUID().slice(0, 8)}`;
+    const copyFolder = join(dir.path, randomUUID());
+    const copy = LmdbStore.open(copyFolder);
+    const cluster = await ClusterNode.open({ nc: bus.connection, bus, subjects: subjects(prefix), local: copy, replicas: 1 });
+    const member = await startTurnloomServer({ bus, prefix, store: cluster.store, cluster });
+    await member.stop();
+    await expect(startTurnloomServer({ bus: await connect(), prefix: `ph${randomUUID().slice(0, 8)}`, store: LmdbStore.open(copyFolder) })).rejects.toThrow(/copy of a cluster's log/);
+    // Refused, it let go of the folder: it opens again.
+    await LmdbStore.open(copyFolder).close();
+  });
+
   it('a single engine is refused on a prefix a cluster serves, and a cluster engine on one a single engine serves', async () => {
     const clustered = `pc${randomUUID().slice(0, 8)}`;
     await clusterEngine(clustered);
