@@ -1,4 +1,3 @@
-import { readFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Bus, type BusError, type StoredEvent, TurnloomError } from '../../domain/index.ts';
@@ -15,6 +14,7 @@ import { tempDir } from '../support/tempDir.ts';
 import { openRelayPage } from '../support/relayPage.ts';
 import { openSse } from '../support/sseClient.ts';
 import { InspectorRelay } from '../../inspector/index.ts';
+import { natsUserPasswords, shippedPermissions } from '../support/natsUsers.ts';
 
 const tokens = {
   'reader-token-0123456789': { principal: 'riley', scopes: ['read' as const] },
@@ -147,14 +147,7 @@ describe('the inspector relay under tokens', () => {
 });
 
 describe('the shipped NATS permissions (docs/nats/turnloom-permissions.conf) on a real server', () => {
-  const passwords = {
-    TURNLOOM_ENGINE_PASSWORD: 'engine-secret',
-    TURNLOOM_CLIENT_PASSWORD: 'client-secret',
-    TURNLOOM_CLIENT2_PASSWORD: 'client2-secret',
-    TURNLOOM_WORKER_PASSWORD: 'worker-secret',
-    TURNLOOM_WORKER_GPU_PASSWORD: 'worker-gpu-secret',
-    TURNLOOM_INSPECTOR_PASSWORD: 'inspector-secret',
-  };
+  const passwords = natsUserPasswords;
   let nats: NatsServerHandle;
   let server: TurnloomServer;
   const dir = tempDir('turnloom-perm-');
@@ -170,7 +163,7 @@ describe('the shipped NATS permissions (docs/nats/turnloom-permissions.conf) on 
     return bus;
   };
   beforeAll(async () => {
-    nats = await startNatsServer({ config: readFileSync(new URL('../../docs/nats/turnloom-permissions.conf', import.meta.url), 'utf8'), env: passwords });
+    nats = await startNatsServer({ config: shippedPermissions(), env: passwords });
     server = await startTurnloomServer({ bus: await as('engine'), store: LmdbStore.open(dir.path) });
   });
   afterAll(async () => {

@@ -1,4 +1,3 @@
-import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { jetstreamManager } from '@nats-io/jetstream';
@@ -14,15 +13,9 @@ import { Worker } from '../../services/worker/worker.ts';
 import { type NatsServerHandle, startNatsServer } from '../support/natsServer.ts';
 import { tempDir } from '../support/tempDir.ts';
 import { untilSettled } from './clusterFixture.ts';
+import { natsUserPasswords, shippedPermissions } from '../support/natsUsers.ts';
 
-const passwords = {
-  TURNLOOM_ENGINE_PASSWORD: 'engine-secret',
-  TURNLOOM_CLIENT_PASSWORD: 'client-secret',
-  TURNLOOM_CLIENT2_PASSWORD: 'client2-secret',
-  TURNLOOM_WORKER_PASSWORD: 'worker-secret',
-  TURNLOOM_WORKER_GPU_PASSWORD: 'worker-gpu-secret',
-  TURNLOOM_INSPECTOR_PASSWORD: 'inspector-secret',
-};
+const passwords = natsUserPasswords;
 const ALICE = 'alice-token-0123456789';
 const tokens = { [ALICE]: { principal: 'alice', scopes: ['read' as const, 'operate' as const, 'approve' as const], inboxPrefix: '_INBOX_client' } };
 const LOG_STREAM = 'TURNLOOM_turnloom_LOG';
@@ -73,7 +66,7 @@ async function tryAs(bus: NatsBus, attempt: (bus: NatsBus) => Promise<unknown>):
 describe('a cluster under the shipped NATS permissions', () => {
   let threadId = '';
   beforeAll(async () => {
-    nats = await startNatsServer({ config: readFileSync(new URL('../../docs/nats/turnloom-permissions.conf', import.meta.url), 'utf8'), env: passwords });
+    nats = await startNatsServer({ config: shippedPermissions(), env: passwords });
     await engine('one');
     await engine('two');
     worker = await new Worker({ bus: await as('worker'), adapterFor: () => new ScriptedProvider({ steps: [[{ text: 'Done under the permissions.' }]] }) }).start();

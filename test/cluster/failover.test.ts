@@ -55,14 +55,20 @@ describe('engines as a cluster', () => {
     await nats.dispose();
   });
   const fresh = () => (cluster = new TestCluster(nats, `cl${process.pid}x${++n}`));
-
-  it('runs a turn while the API is called through every engine', async () => {
+  /** Three engines and a worker, and a turn typing a long answer; with `typing`, once its first 200 characters are in. */
+  const streamingTurn = async (typing = true) => {
     const c = fresh();
     await c.startEngines(3);
     await c.startWorker(c.script('slow', streaming));
     const api = await c.client();
     const { threadId } = await api.call('thread.create', { mode: 'full' });
     const { turnId } = await api.call('turn.start', { threadId, input: { text: 'type a long answer' } });
+    if (typing) await expect.poll(async () => (await textOf(api, threadId, turnId)).length, { timeout: 20_000, interval: 50 }).toBeGreaterThan(200);
+    return { c, api, threadId, turnId };
+  };
+
+  it('runs a turn while the API is called through every engine', async () => {
+    const { c, api, threadId, turnId } = await streamingTurn(false);
     // Requests land on whichever engine the queue group picks: each of them serves or passes on.
     const answering = new Set<string>();
     for (let i = 0; i < 40; i++) {
@@ -89,13 +95,7 @@ describe('engines as a cluster', () => {
   }, 120_000);
 
   it('kill -9 of the engine that owns a streaming thread: the turn completes, its text exactly once, no event lost, duplicated or out of order', async () => {
-    const c = fresh();
-    await c.startEngines(3);
-    await c.startWorker(c.script('slow', streaming));
-    const api = await c.client();
-    const { threadId } = await api.call('thread.create', { mode: 'full' });
-    const { turnId } = await api.call('turn.start', { threadId, input: { text: 'type a long answer' } });
-    await expect.poll(async () => (await textOf(api, threadId, turnId)).length, { timeout: 20_000, interval: 50 }).toBeGreaterThan(200);
+    const { c, api, threadId, turnId } = await streamingTurn();
     const owner = (await c.ownerOf(threadId))!;
     const killedAt = Date.now();
     await owner.process.kill('SIGKILL');
@@ -138,13 +138,7 @@ describe('engines as a cluster', () => {
   }, 120_000);
 
   it('a stale owner, paused past its membership and resumed, cannot append anything, and notices', async () => {
-    const c = fresh();
-    await c.startEngines(3);
-    await c.startWorker(c.script('slow', streaming));
-    const api = await c.client();
-    const { threadId } = await api.call('thread.create', { mode: 'full' });
-    const { turnId } = await api.call('turn.start', { threadId, input: { text: 'type a long answer' } });
-    await expect.poll(async () => (await textOf(api, threadId, turnId)).length, { timeout: 20_000, interval: 50 }).toBeGreaterThan(200);
+    const { c, api, threadId, turnId } = await streamingTurn();
     const stale = (await c.ownerOf(threadId))!;
     process.kill(stale.pid, 'SIGSTOP');
     try {
@@ -170,13 +164,7 @@ describe('engines as a cluster', () => {
   }, 120_000);
 
   it('kill of the nats-server that leads the stream mid-turn: the turn completes', async () => {
-    const c = fresh();
-    await c.startEngines(3);
-    await c.startWorker(c.script('slow', streaming));
-    const api = await c.client();
-    const { threadId } = await api.call('thread.create', { mode: 'full' });
-    const { turnId } = await api.call('turn.start', { threadId, input: { text: 'type a long answer' } });
-    await expect.poll(async () => (await textOf(api, threadId, turnId)).length, { timeout: 20_000, interval: 50 }).toBeGreaterThan(200);
+    const { c, api, threadId, turnId } = await streamingTurn();
     const leader = nats.node((await c.streamLeader())!);
     expect(leader).toBeDefined();
     await leader!.kill();

@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -15,6 +15,7 @@ import { type CliProcess, runCli } from '../support/cliProcess.ts';
 import { type NatsServerHandle, startNatsServer } from '../support/natsServer.ts';
 import { openRelayPage } from '../support/relayPage.ts';
 import { tempDir } from '../support/tempDir.ts';
+import { natsUserPasswords, shippedPermissions } from '../support/natsUsers.ts';
 
 /**
  * What a second NATS user can do to turnloom with the shipped permissions
@@ -23,14 +24,7 @@ import { tempDir } from '../support/tempDir.ts';
  * the `client` user against `client2`'s inbox.
  */
 
-const passwords = {
-  TURNLOOM_ENGINE_PASSWORD: 'engine-secret',
-  TURNLOOM_CLIENT_PASSWORD: 'client-secret',
-  TURNLOOM_CLIENT2_PASSWORD: 'client2-secret',
-  TURNLOOM_WORKER_PASSWORD: 'worker-secret',
-  TURNLOOM_WORKER_GPU_PASSWORD: 'worker-gpu-secret',
-  TURNLOOM_INSPECTOR_PASSWORD: 'inspector-secret',
-};
+const passwords = natsUserPasswords;
 const ALICE = 'alice-token-0123456789';
 const BOB = 'bob-token-0123456789';
 const tokens = {
@@ -67,7 +61,7 @@ async function ask(bus: Bus, subject: string, body: unknown, headers: Record<str
 }
 
 beforeAll(async () => {
-  nats = await startNatsServer({ config: readFileSync(new URL('../../docs/nats/turnloom-permissions.conf', import.meta.url), 'utf8'), env: passwords });
+  nats = await startNatsServer({ config: shippedPermissions(), env: passwords });
   server = await startTurnloomServer({ bus: await as('engine'), store: LmdbStore.open(dir.path), auth: { tokens } });
 });
 afterAll(async () => {
@@ -207,7 +201,7 @@ describe('a client user and another user’s inbox', () => {
 
 describe('the processes as a user starts them, under the shipped permissions and an auth file that binds inboxes', () => {
   it('runs a turn end to end: serve as engine, worker as worker, a client as client, inspect as inspector', async () => {
-    const own = await startNatsServer({ config: readFileSync(new URL('../../docs/nats/turnloom-permissions.conf', import.meta.url), 'utf8'), env: passwords });
+    const own = await startNatsServer({ config: shippedPermissions(), env: passwords });
     const folder = tempDir('turnloom-natsusers-cli-');
     const inspectorToken = 'inspector-token-0123456789';
     const authFile = join(folder.path, 'auth.json');

@@ -1,11 +1,11 @@
-import { type ChildProcess, spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { connect } from '@nats-io/transport-node';
 import { jetstreamManager } from '@nats-io/jetstream';
-import { assertNatsServerInstalled, freePort } from './natsServer.ts';
+import { assertNatsServerInstalled, freePort, spawnNatsServer, waitForExit } from './natsServer.ts';
 
 /** One nats-server of a private cluster: its own client port, route port and store dir. */
 export interface NatsNode {
@@ -33,11 +33,6 @@ export interface NatsClusterHandle {
   dispose(): Promise<void>;
 }
 
-const running = new Set<ChildProcess>();
-process.once('exit', () => {
-  for (const child of running) child.kill('SIGKILL');
-});
-
 export async function startNatsCluster(size = 3): Promise<NatsClusterHandle> {
   assertNatsServerInstalled();
   const root = mkdtempSync(join(tmpdir(), 'turnloom-natscluster-'));
@@ -62,33 +57,12 @@ export async function startNatsCluster(size = 3): Promise<NatsClusterHandle> {
         return child !== undefined && child.exitCode === null && child.signalCode === null;
       },
       start: async () => {
-        if (node.running) return;
-        const proc = spawn('nats-server', ['-c', config], { stdio: ['ignore', 'ignore', 'pipe'] });
-        child = proc;
-        running.add(proc);
-        proc.once('exit', () => running.delete(proc));
-        let log = '';
-        await new Promise<void>((resolve, reject) => {
-          const timer = setTimeout(() => reject(new Error(`nats-server ${name} did not become ready:\n${log}`)), 15_000);
-          proc.stderr?.on('data', (chunk: Buffer) => {
-            log += chunk.toString();
-            if (log.includes('Server is ready')) {
-              clearTimeout(timer);
-              resolve();
-            }
-          });
-          proc.once('exit', (code, signal) => {
-            clearTimeout(timer);
-            reject(new Error(`nats-server ${name} exited (${code ?? signal}) before it was ready:\n${log}`));
-          });
-        });
-        proc.stderr?.resume();
+        if (!node.running) child = await spawnNatsServer(['-c', config], name);
       },
       kill: async () => {
-        const proc = child;
-        if (!proc || !node.running) return;
-        proc.kill('SIGKILL');
-        await new Promise<void>((resolve) => proc.once('exit', () => resolve()));
+        if (!child || !node.running) return;
+        child.kill('SIGKILL');
+        await waitForExit(child);
       },
     };
     return node;

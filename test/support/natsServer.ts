@@ -69,7 +69,31 @@ process.once('exit', () => {
   for (const child of running) child.kill('SIGKILL');
 });
 
-function waitForExit(child: ChildProcess): Promise<void> {
+/** Starts one nats-server process; resolves once it says it is ready (it is killed when this process exits). */
+export async function spawnNatsServer(args: string[], name: string, env: Record<string, string> = {}): Promise<ChildProcess> {
+  const proc = spawn('nats-server', args, { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, ...env } });
+  running.add(proc);
+  proc.once('exit', () => running.delete(proc));
+  let log = '';
+  await new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`nats-server ${name} did not become ready:\n${log}`)), 15_000);
+    proc.stderr?.on('data', (chunk: Buffer) => {
+      log += chunk.toString();
+      if (log.includes('Server is ready')) {
+        clearTimeout(timer);
+        resolve();
+      }
+    });
+    proc.once('exit', (code, signal) => {
+      clearTimeout(timer);
+      reject(new Error(`nats-server ${name} exited (${code ?? signal}) before it was ready:\n${log}`));
+    });
+  });
+  proc.stderr?.resume();
+  return proc;
+}
+
+export function waitForExit(child: ChildProcess): Promise<void> {
   if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
   return new Promise((resolve) => child.once('exit', () => resolve()));
 }
@@ -89,26 +113,7 @@ export async function startNatsServer(options: NatsServerOptions = {}): Promise<
 
   const start = async (): Promise<void> => {
     if (child && child.exitCode === null && child.signalCode === null) return;
-    const proc = spawn('nats-server', args, { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, ...options.env } });
-    child = proc;
-    running.add(proc);
-    proc.once('exit', () => running.delete(proc));
-    let log = '';
-    await new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`nats-server on port ${port} did not become ready:\n${log}`)), 15_000);
-      proc.stderr?.on('data', (chunk: Buffer) => {
-        log += chunk.toString();
-        if (log.includes('Server is ready')) {
-          clearTimeout(timer);
-          resolve();
-        }
-      });
-      proc.once('exit', (code, signal) => {
-        clearTimeout(timer);
-        reject(new Error(`nats-server exited (${code ?? signal}) before it was ready:\n${log}`));
-      });
-    });
-    proc.stderr?.resume();
+    child = await spawnNatsServer(args, `on port ${port}`, options.env);
   };
 
   const stopWith = async (signal: NodeJS.Signals): Promise<void> => {
