@@ -4,7 +4,7 @@ import { LmdbStore } from '../adapters/lmdbStore.ts';
 import { MSGPACK, NatsBus, decode, encode } from '../bus/index.ts';
 import { TurnloomClient } from '../client/index.ts';
 import type { ProviderAdapter, ProviderEvent, StoredEvent } from '../domain/index.ts';
-import { type LiveDelta, decodeLiveBatch } from '../services/runtime/index.ts';
+import { type LiveDelta, decodeLiveBatch } from '../protocol/index.ts';
 import { type TurnloomServer, startTurnloomServer } from '../services/turnloomServer.ts';
 import { tempDir } from '../test/support/tempDir.ts';
 import { Teardown, privateNats } from './busBench.ts';

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { type Bus, BusError, type BusMessage, type BusStatus, type BusSubscription, type PublishOptions, type RequestOptions, type SubscribeOptions } from '../domain/index.ts';
+import { type Bus, BusError, type BusMessage, type BusStatus, type BusSubscription, type Logger, type PublishOptions, type RequestOptions, type SubscribeOptions, errorFields, silentLogger } from '../domain/index.ts';
 import { assertSubject, subjectMatches } from './subjectRules.ts';
 
 interface HubSubscription {
@@ -19,6 +19,9 @@ const lowerKeys = (headers: Record<string, string> = {}) => Object.fromEntries(O
 export class InProcessHub {
   private readonly subscriptions = new Set<HubSubscription>();
   private readonly roundRobin = new Map<string, number>();
+
+  /** `log`: where a subscriber's handler that throws is reported (default: nowhere). */
+  constructor(readonly log: Logger = silentLogger) {}
 
   connect(): Bus {
     return new InProcessBus(this);
@@ -73,7 +76,7 @@ export class InProcessBus implements Bus {
       try {
         if (subscription.active) subscription.handler(message);
       } catch (error) {
-        console.error(`turnloom bus: handler for ${subscription.subject} threw`, error);
+        this.hub.log.error({ ...errorFields(error), subject: subscription.subject }, 'bus: a subscriber threw');
       }
     });
   }

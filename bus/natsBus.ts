@@ -1,5 +1,5 @@
 import { type ConnectionOptions, InvalidArgumentError, type MsgHdrs, type NatsConnection, RequestError, TimeoutError, connect, createInbox } from '@nats-io/transport-node';
-import { type Bus, BusError, type BusMessage, type BusStatus, type BusSubscription, type PublishOptions, type RequestOptions, type SubscribeOptions } from '../domain/index.ts';
+import { type Bus, BusError, type BusMessage, type BusStatus, type BusSubscription, type Logger, type PublishOptions, type RequestOptions, type SubscribeOptions, errorFields, silentLogger } from '../domain/index.ts';
 import { HeaderCache } from './headerCache.ts';
 import { assertSubject } from './subjectRules.ts';
 
@@ -19,20 +19,25 @@ export class NatsBus implements Bus {
   private readonly inboxPrefix: string;
   private readonly headers = new HeaderCache();
 
-  private constructor(nc: NatsConnection, inboxPrefix: string) {
+  private constructor(
+    nc: NatsConnection,
+    inboxPrefix: string,
+    private readonly log: Logger,
+  ) {
     this.nc = nc;
     this.inboxPrefix = inboxPrefix;
-    this.watchStatus().catch((error: unknown) => console.error('turnloom bus: status watcher stopped', error));
+    this.watchStatus().catch((error: unknown) => this.log.error(errorFields(error), 'bus: the status watcher stopped'));
   }
 
   /**
    * Reconnects forever once connected; the first connect is tried once and
    * fails at once (nats.js does that unless `waitOnFirstConnect` is set).
+   * `log`: where a subscriber's handler that throws is reported.
    */
-  static async connect(options: ConnectionOptions): Promise<NatsBus> {
+  static async connect(options: ConnectionOptions, log: Logger = silentLogger): Promise<NatsBus> {
     // No async stack trace per request: nats.js would otherwise build two Error objects for every request/reply.
     const nc = await connect({ maxReconnectAttempts: -1, reconnectTimeWait: 250, noAsyncTraces: true, ...options });
-    return new NatsBus(nc, options.inboxPrefix ?? '_INBOX');
+    return new NatsBus(nc, options.inboxPrefix ?? '_INBOX', log);
   }
 
   inbox(): string {
@@ -102,7 +107,7 @@ export class NatsBus implements Bus {
         try {
           handler({ subject: msg.subject, data: msg.data, headers: fromNatsHeaders(msg.headers), reply: msg.reply || undefined });
         } catch (thrown) {
-          console.error(`turnloom bus: handler for ${subject} threw`, thrown);
+          this.log.error({ ...errorFields(thrown), subject }, 'bus: a subscriber threw');
         }
       },
     });

@@ -4,6 +4,7 @@ import { integerOption, parseOptions } from './cliErrors.ts';
 import { checkInboxPrefix, checkPrefix, connectNats, natsArgOptions, natsSettings, refuseSecretFlags } from './natsOptions.ts';
 import { registerSecret } from './redact.ts';
 import { untilSignal } from './untilSignal.ts';
+import { cliLogger, logArgOptions, logSettings, logUsage } from './cliLogger.ts';
 
 export const DEFAULT_INSPECT_PORT = 4280;
 
@@ -14,6 +15,7 @@ export const inspectUsage = `turnloom inspect [options]   the live state-chart i
   --port P            the page's port on 127.0.0.1 (default ${DEFAULT_INSPECT_PORT}; 0 picks a free one)
   --prefix P          subject prefix (default turnloom)
   The page calls the API with the token in TURNLOOM_TOKEN (answering approvals needs the operate scope).
+${logUsage}
   With the embedded engine, use turnloom serve --inspect PORT instead.`;
 
 /** The page and its relay, for an engine reached over NATS. */
@@ -25,12 +27,14 @@ export async function inspectCommand(args: string[]): Promise<number> {
       ...natsArgOptions,
       port: { type: 'string' },
       prefix: { type: 'string', default: 'turnloom' },
+      ...logArgOptions,
     },
   });
   if (values.help) {
     console.log(inspectUsage);
     return 0;
   }
+  const log = cliLogger(logSettings('inspect', values['log-format'], values['log-level']));
   const port = integerOption('inspect', 'port', values.port, { min: 0, max: 65_535 }) ?? DEFAULT_INSPECT_PORT;
   const prefix = checkPrefix('inspect', values.prefix!);
   const inboxPrefix = checkInboxPrefix('inspect', values['inbox-prefix']);
@@ -38,9 +42,9 @@ export async function inspectCommand(args: string[]): Promise<number> {
   if (token) registerSecret(token);
   const nats = natsSettings(values.nats ?? 'nats://127.0.0.1:4222', { user: values['nats-user'], credsFile: values['nats-creds'], env: process.env });
 
-  const bus = await connectNats(nats, 'turnloom-inspect', inboxPrefix);
+  const bus = await connectNats(nats, 'turnloom-inspect', inboxPrefix, log);
   try {
-    const relay = await startRelay({ bus, prefix, port, ...(token ? { token } : {}) }, '--port');
+    const relay = await startRelay({ bus, prefix, port, log, ...(token ? { token } : {}) }, '--port');
     console.log(`turnloom inspect: ${relay.pageUrl} (engine on ${nats.display}, prefix ${prefix})`);
     for (const warning of nats.warnings) console.warn(`  ${warning}`);
     // The page works without an engine and catches up when one answers; say so rather than show an empty page.

@@ -3,6 +3,7 @@ import { fileURLToPath } from 'node:url';
 import { inspect } from 'node:util';
 import { UsageError, oneLine, parseOptions, userFacingMessage } from './cliErrors.ts';
 import { installRedactingConsole, redact } from './redact.ts';
+import { VERSION } from '../domain/version.ts';
 
 /** The package root (the compiled command runs from dist/): charts belong to the package, wherever the command runs from. */
 const above = resolve(fileURLToPath(new URL('..', import.meta.url)));
@@ -18,6 +19,9 @@ const commands = {
   inspect: () => import('./inspectCommand.ts').then((module) => ({ run: module.inspectCommand, usage: module.inspectUsage })),
 };
 
+const chartsUsage = `turnloom charts [--check]   write docs/charts/*.mmd|json and the generated doc sections
+  --check             change nothing; exit 1 when any of them is stale`;
+
 async function usage(): Promise<string> {
   const details = await Promise.all(Object.values(commands).map(async (load) => (await load()).usage));
   return `turnloom <command>
@@ -31,6 +35,8 @@ commands:
   inspect            the live state-chart inspector in the browser, for an engine on NATS (see below)
   charts [--check]   write docs/charts/*.mmd|json and the generated doc sections;
                      --check exits 1 when any of them is stale
+  help COMMAND       that command's options (or: turnloom COMMAND --help)
+  --version, -v      turnloom's version
 
 ${details.join('\n\n')}`;
 }
@@ -41,7 +47,7 @@ async function main(argv: string[]): Promise<number> {
     case 'charts': {
       const { values } = parseOptions('charts', { args: rest, options: { help: { type: 'boolean', short: 'h', default: false }, check: { type: 'boolean', default: false } } });
       if (values.help) {
-        console.log(await usage());
+        console.log(chartsUsage);
         return 0;
       }
       const { runCharts } = await import('./chartsCommand.ts');
@@ -61,8 +67,20 @@ async function main(argv: string[]): Promise<number> {
     case 'replay':
     case 'inspect':
       return (await commands[command]()).run(rest);
+    case 'help': {
+      const [topic] = rest;
+      if (topic === 'charts') console.log(chartsUsage);
+      else if (topic !== undefined && topic in commands) console.log((await commands[topic as keyof typeof commands]()).usage);
+      else if (topic !== undefined) throw new UsageError(`no command "${topic}"; the commands are run, demo, serve, worker, replay, inspect and charts`);
+      else console.log(await usage());
+      return 0;
+    }
+    case '--version':
+    case '-v':
+    case 'version':
+      console.log(VERSION);
+      return 0;
     case undefined:
-    case 'help':
     case '--help':
     case '-h':
       console.log(await usage());

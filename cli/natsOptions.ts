@@ -1,6 +1,6 @@
 import { type ConnectionOptions, credsAuthenticator } from '@nats-io/transport-node';
 import { NatsBus, subjects } from '../bus/index.ts';
-import { TurnloomError } from '../domain/index.ts';
+import { TurnloomError, type Logger } from '../domain/index.ts';
 import { UsageError, readUserFile } from './cliErrors.ts';
 import { redact, registerSecret } from './redact.ts';
 
@@ -149,9 +149,9 @@ function describeConnectError(error: unknown): string {
  * `NATS_CONNECT_TIMEOUT_MS` on a host that does not answer. Reconnects
  * forever only after a first successful connect.
  */
-export async function connectNats(settings: NatsSettings, name: string, inboxPrefix?: string): Promise<NatsBus> {
+export async function connectNats(settings: NatsSettings, name: string, inboxPrefix?: string, log?: Logger): Promise<NatsBus> {
   try {
-    return await NatsBus.connect({ servers: settings.servers, name, timeout: NATS_CONNECT_TIMEOUT_MS, waitOnFirstConnect: false, ...settings.auth, ...(inboxPrefix ? { inboxPrefix } : {}) });
+    return await NatsBus.connect({ servers: settings.servers, name, timeout: NATS_CONNECT_TIMEOUT_MS, waitOnFirstConnect: false, ...settings.auth, ...(inboxPrefix ? { inboxPrefix } : {}) }, log);
   } catch (error) {
     throw new TurnloomError('unavailable', `cannot connect to NATS at ${settings.display}: ${describeConnectError(error)}`);
   }

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { apiHandlers } from '../services/api/apiHandlers.ts';
-import { apiMethods, apiParams } from '../services/api/apiSchemas.ts';
+import { apiMethods, apiParams } from '../protocol/apiSchemas.ts';
 
 interface JsonSchema {
   type?: string;

@@ -2,7 +2,7 @@ import { type Bus, TurnloomError } from '../domain/index.ts';
 import { hostname } from 'node:os';
 import { InProcessHub, NatsBus, subjects } from '../bus/index.ts';
 import { ClusterNode } from '../services/cluster/index.ts';
-import { consoleLogger } from './consoleLogger.ts';
+import { cliLogger, logArgOptions, logSettings, logUsage } from './cliLogger.ts';
 import { type AuthConfig, DEFAULT_MAX_PAYLOAD, authConfigSchema } from '../services/api/index.ts';
 import { type TurnloomServer, VERSION, startTurnloomServer } from '../services/turnloomServer.ts';
 import type { InspectorRelay } from '../inspector/index.ts';
@@ -42,6 +42,7 @@ export const serveUsage = `turnloom serve [options]
                       JetStream, each thread is owned by one engine at a time and taken over when its engine dies,
                       and this folder is the engine's copy (see docs/cluster.md)
   --replicas N        copies JetStream keeps of the cluster's log (default: 3 on a clustered NATS server, else 1)
+${logUsage}
   --inspect PORT      also serve the live state-chart inspector on http://127.0.0.1:PORT (0 picks a free port);
                       with --auth, its page calls the API with the token in TURNLOOM_TOKEN`;
 
@@ -86,6 +87,7 @@ export async function serveCommand(args: string[]): Promise<number> {
       'approval-timeout': { type: 'string' },
       'no-worker': { type: 'boolean', default: false },
       cluster: { type: 'boolean', default: false },
+      ...logArgOptions,
       replicas: { type: 'string' },
       workspace: { type: 'string' },
       'lease-timeout': { type: 'string' },
@@ -104,6 +106,7 @@ export async function serveCommand(args: string[]): Promise<number> {
   const leaseTimeout = positiveOption('serve', 'lease-timeout', values['lease-timeout']);
   const contextWindow = integerOption('serve', 'context-window', values['context-window'], { min: 1_000, unit: 'tokens' });
   const inspectPort = integerOption('serve', 'inspect', values.inspect, { min: 0, max: 65_535 });
+  const log = cliLogger(logSettings('serve', values['log-format'], values['log-level']));
   const replicas = integerOption('serve', 'replicas', values.replicas, { min: 1, max: 5 });
   if (values.cluster && values.nats === undefined) throw new UsageError('serve: --cluster needs --nats URL[,URL…]: a cluster\'s engines share a NATS server (its JetStream holds the log)');
   if (replicas !== undefined && !values.cluster) throw new UsageError('serve: --replicas is for --cluster');
@@ -130,7 +133,7 @@ export async function serveCommand(args: string[]): Promise<number> {
   let relay: InspectorRelay | undefined;
   let cluster: ClusterNode | undefined;
   try {
-    bus = nats ? await connectNats(nats, 'turnloom-engine', inboxPrefix) : new InProcessHub().connect();
+    bus = nats ? await connectNats(nats, 'turnloom-engine', inboxPrefix, log) : new InProcessHub(log).connect();
     const limit = payloadLimit(maxPayload, bus);
     if (values.cluster && bus instanceof NatsBus) {
       const info = bus.connection.info;
@@ -141,12 +144,13 @@ export async function serveCommand(args: string[]): Promise<number> {
         local: store,
         replicas: replicas ?? (info?.cluster ? Math.min(3, info.connect_urls?.length ?? 1) : 1),
         about: { host: hostname(), pid: process.pid, startedAt: Date.now(), data: dataDir },
-        log: consoleLogger('cluster'),
+        log,
       });
     }
     server = await startTurnloomServer({
       bus,
       store: cluster?.store ?? store,
+      log,
       ...(cluster ? { cluster } : {}),
       prefix,
       auth,
@@ -157,7 +161,7 @@ export async function serveCommand(args: string[]): Promise<number> {
       ...(leaseTimeout ? { workers: { leaseTimeoutMs: leaseTimeout * 1_000 } } : {}),
       ...(contextWindow ? { runner: { compaction: { contextWindow } } } : {}),
     });
-    if (inspectPort !== undefined) relay = await startRelay({ bus, prefix, port: inspectPort, ...(token ? { token } : {}) }, '--inspect');
+    if (inspectPort !== undefined) relay = await startRelay({ bus, prefix, port: inspectPort, log, ...(token ? { token } : {}) }, '--inspect');
   } catch (error) {
     await server?.stop().catch(() => {});
     await bus?.close().catch(() => {});

@@ -4,6 +4,7 @@ import { UsageError, integerOption, parseOptions } from './cliErrors.ts';
 import { checkInboxPrefix, checkPrefix, natsArgOptions, connectNats, natsSettings, refuseSecretFlags } from './natsOptions.ts';
 import { providersFromEnvironment } from './providerRegistry.ts';
 import { untilSignal } from './untilSignal.ts';
+import { cliLogger, logArgOptions, logSettings, logUsage } from './cliLogger.ts';
 import { workspaceSetup } from './workspaceSetup.ts';
 
 export const workerUsage = `turnloom worker --nats URL --workspace DIR [options]   run turns for an engine elsewhere
@@ -17,7 +18,8 @@ export const workerUsage = `turnloom worker --nats URL --workspace DIR [options]
   --script FILE       script for the scripted provider; provider keys come from this worker's environment
   --concurrency N     turns it runs at once (default 64)
   --context-window N  the model's context window in tokens, when its known one is wrong or unknown: a request
-                      estimated over it compacts older turns first (default: the model's, if known)`;
+                      estimated over it compacts older turns first (default: the model's, if known)
+${logUsage}`;
 
 /** A worker on its own: the engine is reached only through NATS. */
 export async function workerCommand(args: string[]): Promise<number> {
@@ -33,6 +35,7 @@ export async function workerCommand(args: string[]): Promise<number> {
       script: { type: 'string' },
       concurrency: { type: 'string' },
       'context-window': { type: 'string' },
+      ...logArgOptions,
     },
   });
   if (values.help) {
@@ -50,10 +53,11 @@ export async function workerCommand(args: string[]): Promise<number> {
   const inboxPrefix = checkInboxPrefix('worker', values['inbox-prefix']);
   const concurrency = integerOption('worker', 'concurrency', values.concurrency, { min: 1, max: 1_000 });
   const contextWindow = integerOption('worker', 'context-window', values['context-window'], { min: 1_000, unit: 'tokens' });
+  const log = cliLogger(logSettings('worker', values['log-format'], values['log-level']));
   const setup = await providersFromEnvironment(process.env, values.script);
   const nats = natsSettings(values.nats, { user: values['nats-user'], credsFile: values['nats-creds'], env: process.env });
 
-  const bus = await connectNats(nats, `turnloom-worker${values.id ? `-${values.id}` : ''}`, inboxPrefix);
+  const bus = await connectNats(nats, `turnloom-worker${values.id ? `-${values.id}` : ''}`, inboxPrefix, log);
   try {
     const worker = await new Worker({
       bus,
@@ -64,6 +68,7 @@ export async function workerCommand(args: string[]): Promise<number> {
       tools: workspace.tools,
       checkpoints: workspace.checkpoints,
       adapterFor: (choice) => setup.providers[choice.name],
+      log,
       ...(concurrency ? { concurrency } : {}),
       ...(contextWindow ? { loop: { compaction: { contextWindow } } } : {}),
     }).start();

@@ -1,8 +1,8 @@
 import { type Bus, type ErrorBody, TurnloomError } from '../domain/index.ts';
 import { type ContentType, MSGPACK, type Subjects, decode, encode, subjects as subjectsFor } from '../bus/index.ts';
-import type { ApiMethod, ApiParamsIn, ApiResults } from '../services/api/index.ts';
-import type { ApiCaller } from './apiCaller.ts';
-import { ThreadWatch, type ThreadWatchOptions } from './threadWatch.ts';
+import type { ApiMethod, ApiParamsIn, ApiResults } from '../protocol/index.ts';
+import type { ApiCaller } from '../protocol/apiCaller.ts';
+import { ThreadWatch, type ThreadWatchOptions } from '../protocol/threadWatch.ts';
 
 export interface ClientOptions {
   /** Subject prefix of the deployment (default `turnloom`). */

@@ -1,4 +1,10 @@
-import type { RevertedTurn } from './domainEvents.ts';
+/** A turn a revert undoes, by the checkpoints around it: what changed between them is what is put back. */
+export interface RevertedTurn {
+  turnId: string;
+  before: string;
+  after: string;
+}
+
 /** Which side of a turn a checkpoint captures the work tree at. */
 export type CheckpointSide = 'before' | 'after';
 

@@ -1,3 +1,6 @@
+import type { Usage } from './usage.ts';
+import type { RevertedTurn } from './checkpoints.ts';
+export type { Usage, RevertedTurn };
 import type { PermissionMode, PermissionRule, Permissions } from './permissions.ts';
 import type { CapturedTree, CheckpointDiff, CheckpointSide, FileChanges } from './checkpoints.ts';
 import type { ProviderMessage, ToolKind } from './providerAdapter.ts';
@@ -5,15 +8,6 @@ import type { SideTaskKind } from './sideWork.ts';
 
 /** What a piece of an assistant message holds. */
 export type PartKind = 'text' | 'reasoning' | 'tool';
-
-/** Token counts of one model call (a step), summed per turn and per thread. */
-export interface Usage {
-  input: number;
-  output: number;
-  reasoning: number;
-  cacheRead: number;
-  cacheWrite: number;
-}
 
 export interface ProviderChoice {
   /** Adapter name: `scripted`, `openai-chat`, `openai-responses`, `anthropic`. */
@@ -37,13 +31,6 @@ export type InterruptCause = 'provider' | 'deadline' | 'repair' | 'workerLost' |
 
 /** The environment a thread runs in when it names none. */
 export const DEFAULT_ENVIRONMENT = 'default';
-
-/** A turn a revert undoes, by the checkpoints around it: what changed between them is what is put back. */
-export interface RevertedTurn {
-  turnId: string;
-  before: string;
-  after: string;
-}
 
 /** Which process a worker runs in, precisely enough to tell it from a later one that reuses its pid. */
 export interface WorkerProcess {
@@ -268,16 +255,4 @@ export interface StoredEvent {
   /** Commit time, epoch milliseconds. */
   at: number;
   event: DomainEvent;
-}
-
-export const zeroUsage = (): Usage => ({ input: 0, output: 0, reasoning: 0, cacheRead: 0, cacheWrite: 0 });
-
-export function addUsage(a: Usage, b: Usage): Usage {
-  return {
-    input: a.input + b.input,
-    output: a.output + b.output,
-    reasoning: a.reasoning + b.reasoning,
-    cacheRead: a.cacheRead + b.cacheRead,
-    cacheWrite: a.cacheWrite + b.cacheWrite,
-  };
 }

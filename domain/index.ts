@@ -2,10 +2,12 @@
 // views, errors) and the ports the outside is reached through (store, bus,
 // provider, tools). Nothing here imports anything of ours.
 export type { PartKind, Usage, ProviderChoice, WorkerProcess, RevertedTurn, ToolOutcome, InterruptCause, ActivityKind, CompactionSetting, DomainEvent, DomainEventType, DomainEventOf, StoredEvent } from './domainEvents.ts';
-export { zeroUsage, addUsage, DEFAULT_ENVIRONMENT } from './domainEvents.ts';
+export { DEFAULT_ENVIRONMENT } from './domainEvents.ts';
+export { zeroUsage, addUsage } from './usage.ts';
 export type { ThreadView, SessionView, TurnView, MessageView, PartView, ToolCallView, ApprovalView, StepView, ActivityView, ThreadSummary, QueuedTurnView, InboxItemView, ContextView } from './threadView.ts';
 export { QUEUE_PREVIEW_CHARS, isOpenPart, queuedTurnView, summarize, waitingInput } from './threadView.ts';
 export type { LogCursor } from './logCursor.ts';
+export { advanceCursor } from './logInvariants.ts';
 export { emptyCursor } from './logCursor.ts';
 export type { ErrorCode, ErrorBody, Invariant } from './errors.ts';
 export { TurnloomError, IllegalTransition, InvariantViolation } from './errors.ts';
@@ -27,5 +29,6 @@ export type { CheckpointSide, FileChange, FileChanges, CheckpointDiff, CapturedT
 export { fitChanges, fitEvent, recordedChanges, recordedDiff, summarizeChanges } from './fileChanges.ts';
 export type { SideTaskKind, SideTaskReport } from './sideWork.ts';
 export { sideTaskKinds, sideTextLimits } from './sideWork.ts';
-export type { Logger, LogFields } from './logger.ts';
-export { silentLogger } from './logger.ts';
+export type { Logger, LogFields, LogMethod } from './logger.ts';
+export { errorFields, silentLogger } from './logger.ts';
+export { VERSION } from './version.ts';

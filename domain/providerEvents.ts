@@ -1,4 +1,4 @@
-import type { Usage } from './domainEvents.ts';
+import type { Usage } from './usage.ts';
 
 /** Why a model's answer ended, the same words for every provider. */
 export type StopReason = 'stop' | 'toolCalls' | 'maxTokens' | 'refusal' | 'contentFilter' | 'other';

@@ -1,4 +1,4 @@
-import type { Usage } from './domainEvents.ts';
+import type { Usage } from './usage.ts';
 
 /**
  * Side work: short model calls a worker makes after a turn settled, apart

@@ -1,10 +1,10 @@
 import { randomBytes } from 'node:crypto';
 import { type IncomingMessage, type Server, type ServerResponse, createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { type Bus, TurnloomError } from '../domain/index.ts';
+import { type Bus, type Logger, TurnloomError, errorFields, silentLogger } from '../domain/index.ts';
 import { idPattern } from '../bus/index.ts';
 import { TurnloomClient } from '../client/index.ts';
-import type { ApiMethod } from '../services/api/index.ts';
+import type { ApiMethod } from '../protocol/index.ts';
 import { layoutCharts } from './chartLayout.ts';
 import { readPageFile } from './pageFiles.ts';
 import { cookieOf, isOwnHost, isOwnOrigin, isOwnPost, sameKey } from './requestGuards.ts';
@@ -24,6 +24,8 @@ export interface RelayOptions {
    * pages it served working.
    */
   key?: string;
+  /** Where a request that failed, or a malformed message, is reported (default: nowhere). */
+  log?: Logger;
 }
 
 const keyPattern = /^[A-Za-z0-9_-]{16,128}$/;
@@ -130,7 +132,7 @@ export class InspectorRelay {
   async start(): Promise<this> {
     const server = createServer((request, response) => {
       this.route(request, response).catch((error: unknown) => {
-        console.error('turnloom inspect: a request failed', error);
+        (this.options.log ?? silentLogger).error({ ...errorFields(error), url: request.url }, 'inspect: a request failed');
         if (!response.headersSent) sendJson(response, 500, errorBody('internal', 'the relay failed to answer'));
         else response.destroy();
       });
@@ -248,7 +250,7 @@ export class InspectorRelay {
         response.on('close', done);
       });
     };
-    const stream = new ThreadStream(this.client, threadId, after, sink);
+    const stream = new ThreadStream(this.client, threadId, after, sink, this.options.log ?? silentLogger);
     const heartbeat = setInterval(() => response.write(': keep-alive\n\n'), HEARTBEAT_MS);
     heartbeat.unref();
     this.streams.set(stream, response);

@@ -1,8 +1,8 @@
-import { type BusMessage, type BusStatus, type BusSubscription, type StoredEvent, TurnloomError } from '../domain/index.ts';
+import { type BusMessage, type BusStatus, type BusSubscription, type Logger, type StoredEvent, TurnloomError, errorFields, silentLogger } from '../domain/index.ts';
 import { MSGPACK, decode } from '../bus/index.ts';
 import type { ApiCaller } from '../client/index.ts';
-import { LeaseLive, decodeLiveBatch } from '../services/runtime/liveBatch.ts';
-import type { LiveDelta } from '../services/runtime/stepIngestion.ts';
+import { LeaseLive, decodeLiveBatch } from '../protocol/liveBatch.ts';
+import type { LiveDelta } from '../protocol/liveBatch.ts';
 
 /** What the page hears, as server-sent events (see docs/inspector.md). */
 export type StreamMessage =
@@ -51,7 +51,7 @@ export class ThreadStream {
   private lease: LeaseLive | null = null;
   private leaseSeq = 0;
 
-  constructor(api: ApiCaller, threadId: string, after: number, sink: StreamSink) {
+  constructor(api: ApiCaller, threadId: string, after: number, sink: StreamSink, private readonly log: Logger = silentLogger) {
     this.api = api;
     this.threadId = threadId;
     this.lastSent = after;
@@ -104,7 +104,7 @@ export class ThreadStream {
     try {
       this.deliver(read(message.data));
     } catch (error) {
-      console.error(`turnloom inspect: a malformed message on ${message.subject}`, error);
+      this.log.warn({ ...errorFields(error), subject: message.subject }, 'inspect: a malformed message');
     }
   }
 
@@ -113,7 +113,7 @@ export class ThreadStream {
     try {
       event = decode(message.data, MSGPACK) as StoredEvent;
     } catch (error) {
-      console.error(`turnloom inspect: a malformed event on ${message.subject}`, error);
+      this.log.warn({ ...errorFields(error), subject: message.subject }, 'inspect: a malformed event');
       return;
     }
     if (this.catchingUp) {

@@ -1,4 +1,4 @@
-export { strictSend, assertAccepts, stateName } from './strictSend.ts';
+export { strictSend, assertAccepts, stateName } from '../machines/strictSend.ts';
 export * from './engine/index.ts';
 export * from './api/index.ts';
 export * from './runtime/index.ts';

@@ -1,4 +1,5 @@
-import { type Bus, type ProviderAdapter, type ProviderChoice, type ReplicaStore, type ThreadStore, TurnloomError } from '../domain/index.ts';
+import { type Bus, type Logger, type ProviderAdapter, type ProviderChoice, type ReplicaStore, type ThreadStore, TurnloomError, silentLogger } from '../domain/index.ts';
+import { logCommittedEvents } from './api/eventLog.ts';
 import { isAlive } from '../adapters/processIdentity.ts';
 import { type Subjects, subjects as subjectsFor } from '../bus/index.ts';
 import { ApiServer, type AuthConfig, Authenticator, DEFAULT_MAX_PAYLOAD, ThreadWatches, type ThreadWatchesOptions, eventLimitFor, publishCommittedEvents, publishInspections } from './api/index.ts';
@@ -9,7 +10,8 @@ import { Deadlines } from './runtime/deadlines.ts';
 import { Worker, type WorkerOptions } from './worker/worker.ts';
 import type { ClusterNode } from './cluster/clusterNode.ts';
 
-export const VERSION = '0.1.0';
+export { VERSION } from '../domain/version.ts';
+import { VERSION } from '../domain/version.ts';
 
 export interface TurnloomServerOptions {
   bus: Bus;
@@ -44,6 +46,12 @@ export interface TurnloomServerOptions {
    * requests go to the engine that owns their thread.
    */
   cluster?: ClusterNode;
+  /**
+   * Where the server says what happens (turns requested, leased and settled,
+   * approvals, workers joining and lost, repairs, reverts, errors with their
+   * code): a pino logger fits. Default: nowhere.
+   */
+  log?: Logger;
 }
 
 export interface TurnloomServer {
@@ -75,15 +83,18 @@ export async function startTurnloomServer(options: TurnloomServerOptions): Promi
     await options.store.close();
     throw new TurnloomError('conflict', `this data folder is engine ${replica.engineId}'s copy of a cluster's log (${replica.source}): run it as an engine of that cluster, or give this engine another folder`, { replica });
   }
-  const engine = await Engine.open({ store: options.store, maxEventBytes: eventLimitFor(maxPayloadBytes), queue: options.queue });
-  const unpublishEvents = publishCommittedEvents(engine, options.bus, subjects);
-  const unpublishInspections = publishInspections(engine, options.bus, subjects);
+  const log = options.log ?? silentLogger;
+  const engine = await Engine.open({ store: options.store, maxEventBytes: eventLimitFor(maxPayloadBytes), queue: options.queue, log });
+  const unpublishEvents = publishCommittedEvents(engine, options.bus, subjects, log);
+  const unpublishInspections = publishInspections(engine, options.bus, subjects, log);
+  const unlog = logCommittedEvents(engine, log);
   const unpublish = () => {
     unpublishEvents();
     unpublishInspections();
+    unlog();
   };
   // In a cluster a watch is renewed often, so one lost with its engine comes back on the thread's new owner within seconds.
-  const watches = new ThreadWatches(options.bus, subjects, { ...(cluster ? { ttlMs: 6_000, cluster: true } : {}), ...options.watches }).start(engine);
+  const watches = new ThreadWatches(options.bus, subjects, { ...(cluster ? { ttlMs: 6_000, cluster: true } : {}), log, ...options.watches }).start(engine);
   const auth = new Authenticator(options.auth ?? null);
   const gateway = new WorkerGateway(options.bus, subjects, engine, watches, {
     // A worker that ran on this host in a process that is gone (the one that held the data folder before, say) holds nothing.
@@ -92,11 +103,12 @@ export async function startTurnloomServer(options: TurnloomServerOptions): Promi
     mayReplyTo: (reply) => auth.mayReplyTo(null, reply),
     ...options.workers,
     maxPayloadBytes,
+    log,
     ...(cluster ? { cluster: { engineId: cluster.engineId, router: cluster.router, owns: cluster.owns } } : {}),
   });
   const owns = cluster ? { owns: cluster.owns } : {};
-  const deadlines = new Deadlines(engine, { interruptMs: options.interruptDeadlineMs ?? 10_000, approvalMs: options.approvalTimeoutMs ?? null, ...owns });
-  const repair = new CrashRepair(engine, owns);
+  const deadlines = new Deadlines(engine, { interruptMs: options.interruptDeadlineMs ?? 10_000, approvalMs: options.approvalTimeoutMs ?? null, log, ...owns });
+  const repair = new CrashRepair(engine, { log, ...owns });
   let api: ApiServer;
   try {
     api = new ApiServer({
@@ -110,6 +122,7 @@ export async function startTurnloomServer(options: TurnloomServerOptions): Promi
       ...(options.providers ? { providers: Object.keys(options.providers) } : {}),
       maxPayloadBytes,
       version: VERSION,
+      log,
       ...(cluster ? { cluster: { router: cluster.router, health: () => ({ ...cluster.health() }) } } : {}),
     });
     if (cluster) {
@@ -151,6 +164,7 @@ export async function startTurnloomServer(options: TurnloomServerOptions): Promi
         ...(options.prefix ? { prefix: options.prefix } : {}),
         ...options.localWorker,
         adapterFor: (choice) => providers[choice.name],
+        log,
         ...(options.runner ? { loop: options.runner } : {}),
       }).start()
     : null;

@@ -1,11 +1,11 @@
 import { randomUUID } from 'node:crypto';
-import { type Bus, type BusMessage, type BusSubscription, type ProviderChoice, TurnloomError } from '../../domain/index.ts';
+import { type Bus, type BusMessage, type BusSubscription, type Logger, type ProviderChoice, TurnloomError, silentLogger } from '../../domain/index.ts';
 import { type Subjects, isInbox } from '../../bus/index.ts';
 import type { Engine } from '../engine/engine.ts';
 import { type ApiContext, apiHandlers } from './apiHandlers.ts';
 import type { WorkerDirectory } from './workerDirectory.ts';
-import { EVENT_ENVELOPE_BYTES } from './apiResults.ts';
-import { type ApiMethod, apiMethods, apiParams, isApiMethod } from './apiSchemas.ts';
+import { EVENT_ENVELOPE_BYTES } from '../../protocol/apiResults.ts';
+import { type ApiMethod, apiMethods, apiParams, isApiMethod } from '../../protocol/apiSchemas.ts';
 import { type Authenticator, type Principal, requireScope } from './auth.ts';
 import { EngineClaim } from './engineClaim.ts';
 import { Inflight, answerRequest, parseParams } from './requestReply.ts';
@@ -25,6 +25,7 @@ export interface ApiServerOptions {
   watches: ThreadWatches;
   workers: WorkerDirectory;
   version: string;
+  log?: Logger;
   /**
    * In a cluster: requests go to the engine that owns their thread
    * (`services/cluster`), and the prefix is shared with the other engines
@@ -63,7 +64,8 @@ export class ApiServer {
   private readonly maxPayload: number;
   private readonly stats = new Map<string, EndpointStats>();
   private readonly subscriptions: BusSubscription[] = [];
-  private readonly inflight = new Inflight('api');
+  private readonly inflight: Inflight;
+  private readonly log: Logger;
   readonly instance = randomUUID().replaceAll('-', '').slice(0, 22);
   private readonly startedAt = new Date();
   private readonly claim: EngineClaim;
@@ -71,6 +73,8 @@ export class ApiServer {
   constructor(options: ApiServerOptions) {
     this.options = options;
     this.maxPayload = options.maxPayloadBytes ?? DEFAULT_MAX_PAYLOAD;
+    this.log = options.log ?? silentLogger;
+    this.inflight = new Inflight('api', this.log);
     this.claim = new EngineClaim(options.bus, options.subjects, options.cluster ? 'cluster' : 'single');
     for (const method of apiMethods) {
       // Micro endpoint names allow only letters, digits, "_" and "-"; the subject keeps the dotted method.
@@ -112,7 +116,7 @@ export class ApiServer {
     const method = message.subject.slice(this.options.subjects.api('').length);
     // Another's inbox: nothing is run and nothing published there; all that is left of it is a `forbidden` in the method's stats.
     const foreign = message.reply !== undefined && isInbox(message.reply) && !this.options.auth.mayReplyTo(this.options.auth.identify(message.headers), message.reply);
-    const code = foreign ? 'forbidden' : await answerRequest(this.options.bus, message, this.maxPayload, 'api', (body) => this.dispatch(method, message, body), undefined, answerTo);
+    const code = foreign ? 'forbidden' : await answerRequest(this.options.bus, message, { maxPayload: this.maxPayload, label: 'api', answerTo, log: this.log }, (body) => this.dispatch(method, message, body));
     const stats = isApiMethod(method) ? this.stats.get(method) : undefined;
     if (!stats || code === undefined) return;
     stats.requests += 1;

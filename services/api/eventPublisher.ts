@@ -1,4 +1,4 @@
-import type { Bus } from '../../domain/index.ts';
+import { type Bus, type Logger, errorFields, silentLogger } from '../../domain/index.ts';
 import { MSGPACK, type Subjects, encode } from '../../bus/index.ts';
 import type { Engine } from '../engine/engine.ts';
 
@@ -8,7 +8,7 @@ import type { Engine } from '../engine/engine.ts';
  * happens after the commit; a subscriber that misses some catches up with
  * `thread.events`.
  */
-export function publishCommittedEvents(engine: Engine, bus: Bus, subjects: Subjects): () => void {
+export function publishCommittedEvents(engine: Engine, bus: Bus, subjects: Subjects, log: Logger = silentLogger): () => void {
   return engine.onCommitted((events) => {
     for (const event of events) {
       try {
@@ -17,7 +17,7 @@ export function publishCommittedEvents(engine: Engine, bus: Bus, subjects: Subje
         });
       } catch (error) {
         // The event is durable; clients find it through thread.events.
-        console.error(`turnloom: could not publish event ${event.threadId}#${event.threadSeq}`, error);
+        log.warn({ ...errorFields(error), threadId: event.threadId, threadSeq: event.threadSeq }, 'could not publish an event');
       }
     }
   });

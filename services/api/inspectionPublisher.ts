@@ -1,4 +1,4 @@
-import type { Bus } from '../../domain/index.ts';
+import { type Bus, type Logger, errorFields, silentLogger } from '../../domain/index.ts';
 import { MSGPACK, type Subjects, encode } from '../../bus/index.ts';
 import type { Engine } from '../engine/engine.ts';
 
@@ -8,7 +8,7 @@ import type { Engine } from '../engine/engine.ts';
  * command in `turnloom-seq`): the live chart view. One message per command,
  * on the thread's own subject, so watching one thread never carries another's.
  */
-export function publishInspections(engine: Engine, bus: Bus, subjects: Subjects): () => void {
+export function publishInspections(engine: Engine, bus: Bus, subjects: Subjects, log: Logger = silentLogger): () => void {
   return engine.onInspection((inspection) => {
     try {
       bus.publish(subjects.inspect(inspection.threadId), encode(inspection, MSGPACK), {
@@ -16,7 +16,7 @@ export function publishInspections(engine: Engine, bus: Bus, subjects: Subjects)
       });
     } catch (error) {
       // Inspection is a view; the command stands whatever happens to its record.
-      console.error(`turnloom: could not publish the inspection of ${inspection.threadId}#${inspection.threadSeq}`, error);
+      log.warn({ ...errorFields(error), threadId: inspection.threadId, threadSeq: inspection.threadSeq }, 'could not publish an inspection');
     }
   });
 }

@@ -1,6 +1,6 @@
 import type { z } from 'zod';
 import { type ContentType, JSON_TYPE, contentTypeOf, decode, encode, isInbox } from '../../bus/index.ts';
-import { type Bus, type BusMessage, type ErrorCode, TurnloomError } from '../../domain/index.ts';
+import { type Bus, type BusMessage, type ErrorCode, type Logger, TurnloomError, errorFields, silentLogger } from '../../domain/index.ts';
 
 /** Headers count against the server's payload limit too. */
 const REPLY_HEADROOM = 4_096;
@@ -17,15 +17,8 @@ const REPLY_HEADROOM = 4_096;
  * `answerTo`, for a request another engine of a cluster passed on, is where
  * the answer goes instead of the caller's reply (which the checks still look at).
  */
-export async function answerRequest(
-  bus: Bus,
-  message: BusMessage,
-  maxPayload: number,
-  label: string,
-  work: (body: unknown) => Promise<unknown>,
-  mayReplyTo: (reply: string) => boolean = isInbox,
-  answerTo: string | undefined = message.reply,
-): Promise<ErrorCode | null | undefined> {
+export async function answerRequest(bus: Bus, message: BusMessage, options: AnswerOptions, work: (body: unknown) => Promise<unknown>): Promise<ErrorCode | null | undefined> {
+  const { maxPayload, label, mayReplyTo = isInbox, answerTo = message.reply, log = silentLogger } = options;
   // A bare publish cannot be answered (request/reply only), and replies go to inboxes only.
   if (!message.reply || !isInbox(message.reply) || !mayReplyTo(message.reply)) return undefined;
   let contentType: ContentType = JSON_TYPE;
@@ -37,7 +30,7 @@ export async function answerRequest(
     contentType = contentTypeOf(message.headers, message.data);
     body = { result: await work(decode(message.data, contentType)) };
   } catch (error) {
-    if (!(error instanceof TurnloomError)) console.error(`turnloom ${label}: unexpected error`, error);
+    if (!(error instanceof TurnloomError)) log.error({ ...errorFields(error), subject: message.subject, stack: error instanceof Error ? error.stack : undefined }, `${label}: unexpected error`);
     body = { error: error instanceof TurnloomError ? error.toJSON() : { code: 'internal', message: 'internal error', details: {} } };
   }
   let data = encode(body, contentType);
@@ -49,21 +42,35 @@ export async function answerRequest(
   try {
     bus.publish(answerTo ?? message.reply, data, { headers: { 'content-type': contentType } });
   } catch (error) {
-    console.error(`turnloom ${label}: could not reply`, error);
+    log.warn({ ...errorFields(error), subject: message.subject }, `${label}: could not reply`);
   }
   return 'error' in body ? body.error.code : null;
+}
+
+export interface AnswerOptions {
+  /** Larger requests are refused with `invalid_payload` before decoding. */
+  maxPayload: number;
+  /** Who answers, in log lines (`api`, `workers`). */
+  label: string;
+  /** Where answers may go (default: any inbox); the server narrows it to the caller's own inbox space. */
+  mayReplyTo?: (reply: string) => boolean;
+  answerTo?: string | undefined;
+  log?: Logger;
 }
 
 /** Requests being answered: a server that stops waits for them, and none is left unobserved. */
 export class Inflight {
   private readonly running = new Set<Promise<void>>();
 
-  constructor(private readonly label: string) {}
+  constructor(
+    private readonly label: string,
+    private readonly log: Logger = silentLogger,
+  ) {}
 
   track(work: Promise<unknown>): void {
     const tracked: Promise<void> = work
       .then(() => undefined)
-      .catch((error: unknown) => console.error(`turnloom ${this.label}: a request failed outside its handler`, error))
+      .catch((error: unknown) => this.log.error(errorFields(error), `${this.label}: a request failed outside its handler`))
       .finally(() => this.running.delete(tracked));
     this.running.add(tracked);
   }

@@ -1,7 +1,7 @@
 import { type DomainEventOf, TurnloomError } from '../../domain/index.ts';
 import { systemCommandId } from '../engine/commands.ts';
 import type { Engine } from '../engine/engine.ts';
-import type { RevertResult } from './apiResults.ts';
+import type { RevertResult } from '../../protocol/apiResults.ts';
 import type { WorkerDirectory } from './workerDirectory.ts';
 
 type RevertStarted = DomainEventOf<'checkpoint.revertStarted'>;

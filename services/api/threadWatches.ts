@@ -1,14 +1,13 @@
 import { randomUUID } from 'node:crypto';
-import { type Bus, type BusMessage, type BusSubscription, type StoredEvent, TurnloomError } from '../../domain/index.ts';
+import { type Bus, type BusMessage, type BusSubscription, type Logger, type StoredEvent, TurnloomError, errorFields, silentLogger } from '../../domain/index.ts';
 import { JSON_TYPE, MSGPACK, type Subjects, decode, encode } from '../../bus/index.ts';
 import type { Engine } from '../engine/engine.ts';
-import { LeaseLive } from '../runtime/liveBatch.ts';
+import { LeaseLive } from '../../protocol/liveBatch.ts';
+import { WATCH_KIND_HEADER } from '../../protocol/apiResults.ts';
 
 /** Principals named so are workers following the turns they hold. */
 export const WORKER_PRINCIPAL_PREFIX = 'worker:';
 
-/** How a watched thread's messages are marked on the watcher's inbox. */
-export const WATCH_KIND_HEADER = 'turnloom-kind';
 
 export interface ThreadWatchesOptions {
   /** A watch not renewed for this long is dropped (a client that vanished stops costing anything). */
@@ -21,6 +20,7 @@ export interface ThreadWatchesOptions {
    * dropped through another engine is asked of all of them.
    */
   cluster?: boolean;
+  log?: Logger;
 }
 
 /** How long an engine of a cluster waits for another to say it dropped a watch (one that nobody has is not answered). */
@@ -56,6 +56,7 @@ export class ThreadWatches {
   private unsubscribe: (() => void) | undefined;
   private asked: BusSubscription | undefined;
   private readonly cluster: boolean;
+  private readonly log: Logger;
   private sweeper: NodeJS.Timeout | undefined;
 
   constructor(
@@ -64,6 +65,7 @@ export class ThreadWatches {
     options: ThreadWatchesOptions = {},
   ) {
     this.ttlMs = options.ttlMs ?? 60_000;
+    this.log = options.log ?? silentLogger;
     this.maxPerPrincipal = options.maxPerPrincipal ?? 64;
     this.maxTotal = options.maxTotal ?? 10_000;
     this.now = options.now ?? Date.now;
@@ -184,7 +186,7 @@ export class ThreadWatches {
         this.bus.publish(watch.deliverTo, data, { headers: { 'content-type': MSGPACK, ...headers } });
       } catch (error) {
         // The event is durable; the watcher finds it through thread.events.
-        console.error(`turnloom api: could not deliver to watch ${watch.id}`, error);
+        this.log.warn({ ...errorFields(error), watchId: watch.id, threadId }, 'could not deliver to a watch');
       }
     }
   }

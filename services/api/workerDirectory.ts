@@ -1,5 +1,5 @@
 import type { CapturedTree, FileChanges, RevertedTurn } from '../../domain/index.ts';
-import type { WorkerInfo } from '../dispatch/workerRegistry.ts';
+import type { WorkerInfo } from '../../protocol/apiResults.ts';
 
 /** What the API needs of the engine's side of the worker protocol: who is there, and work done on a workspace. */
 export interface WorkerDirectory {

@@ -89,7 +89,7 @@ export class ClusterNode implements Placement {
   ) {
     this.log = options.log ?? silentLogger;
     this.store = new ClusterStore(options.local, logStream, engineId, (threadId, why) => {
-      this.log.warn('letting go of a thread', { threadId, why });
+      this.log.warn({ threadId, why }, 'letting go of a thread');
       this.ownership.drop(threadId);
     });
     this.membership = new Membership(members, { engineId, about: options.about ?? {}, ttlMs: options.memberTtlMs ?? 3_000, log: this.log }, () => this.ownership.dropAll());
@@ -148,7 +148,7 @@ export class ClusterNode implements Placement {
     this.membership.onChange(() => this.sweep());
     this.sweeper = setInterval(() => this.sweep(), SWEEP_MS);
     this.sweep();
-    this.log.info('engine joined the cluster', { engineId: this.engineId, engines: this.membership.live(), position: this.tailer.position });
+    this.log.info({ engineId: this.engineId, engines: this.membership.live(), position: this.tailer.position }, 'engine joined the cluster');
   }
 
   holds(threadId: string): boolean {
@@ -170,7 +170,7 @@ export class ClusterNode implements Placement {
     if (this.ownership.holds(threadId)) return true;
     if (!(await this.ownership.take(threadId, gone))) return false;
     // Taken up after the take, so what adoption writes goes through a thread this engine now owns.
-    this.parts?.adopt(threadId).catch((error: unknown) => this.log.error('could not take up what a thread had open', { threadId, error: String(error) }));
+    this.parts?.adopt(threadId).catch((error: unknown) => this.log.error({ threadId, error: String(error) }, 'could not take up what a thread had open'));
     return true;
   }
 
@@ -220,7 +220,7 @@ export class ClusterNode implements Placement {
   private heardForeign(message: LogMessage): void {
     const fence = this.store.fenceOf(message.threadId);
     if (fence === undefined || message.seq <= fence || !this.ownership.holds(message.threadId)) return;
-    this.log.warn('another engine wrote a thread this one owned: letting it go', { threadId: message.threadId, seq: message.seq });
+    this.log.warn({ threadId: message.threadId, seq: message.seq }, 'another engine wrote a thread this one owned: letting it go');
     this.ownership.drop(message.threadId);
   }
 
@@ -234,7 +234,7 @@ export class ClusterNode implements Placement {
     if (this.sweeping || this.stopped || !this.parts) return;
     this.sweeping = true;
     void this.sweepOnce()
-      .catch((error: unknown) => this.log.warn('could not look for threads to take over', { error: String(error) }))
+      .catch((error: unknown) => this.log.warn({ error: String(error) }, 'could not look for threads to take over'))
       .finally(() => {
         this.sweeping = false;
       });
@@ -255,7 +255,7 @@ export class ClusterNode implements Placement {
     const lane = async () => {
       for (let next = mine.shift(); next && !this.stopped; next = mine.shift()) {
         const [threadId, gone] = next;
-        await this.take(threadId, gone).catch((error: unknown) => this.log.warn('could not take over a thread', { threadId, error: String(error) }));
+        await this.take(threadId, gone).catch((error: unknown) => this.log.warn({ threadId, error: String(error) }, 'could not take over a thread'));
       }
     };
     await Promise.all(Array.from({ length: TAKE_LANES }, lane));

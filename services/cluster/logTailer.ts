@@ -94,13 +94,13 @@ export class LogTailer {
               // Never skipped: the tailer starts over from what is in the folder.
               this.failedAt = Math.min(this.failedAt, message.seq);
               this.settle(message.seq);
-              this.logger.error('could not take a log message in; following again from the last one taken in', { seq: message.seq, threadId: message.threadId, error: error instanceof Error ? error.message : String(error) });
+              this.logger.error({ seq: message.seq, threadId: message.threadId, error: error instanceof Error ? error.message : String(error) }, 'could not take a log message in; following again from the last one taken in');
               this.follower?.stop();
             });
           if (this.pending.size >= MAX_IN_FLIGHT) await taken;
         }
       } catch (error) {
-        if (!this.stopped) this.logger.warn('lost the log stream; following it again', { error: error instanceof Error ? error.message : String(error) });
+        if (!this.stopped) this.logger.warn({ error: error instanceof Error ? error.message : String(error) }, 'lost the log stream; following it again');
       }
       // What is still being taken in finishes before following again, from the first message not taken in.
       while (this.pending.size > 0) await sleep(10);
@@ -147,7 +147,7 @@ export class LogTailer {
       await this.local.writeReplica({ ...this.mark, position });
       this.marked = position;
     } catch (error) {
-      this.logger.warn('could not write down how far the log is copied', { error: error instanceof Error ? error.message : String(error) });
+      this.logger.warn({ error: error instanceof Error ? error.message : String(error) }, 'could not write down how far the log is copied');
     }
   }
 

@@ -102,12 +102,12 @@ export class Membership {
         this.renewedAt = Date.now();
         return;
       }
-      if (this.revision !== null) this.options.log.warn('membership lapsed: letting go of every thread', { engineId: this.options.engineId, silentMs: Date.now() - this.renewedAt });
+      if (this.revision !== null) this.options.log.warn({ engineId: this.options.engineId, silentMs: Date.now() - this.renewedAt }, 'membership lapsed: letting go of every thread');
       this.revision = null;
       this.onLapsed();
       await this.join();
     } catch (error) {
-      this.options.log.warn('could not renew membership', { error: error instanceof Error ? error.message : String(error) });
+      this.options.log.warn({ error: error instanceof Error ? error.message : String(error) }, 'could not renew membership');
     } finally {
       this.renewing = false;
     }
@@ -119,7 +119,7 @@ export class Membership {
     try {
       await this.refresh();
     } catch (error) {
-      this.options.log.debug('could not list members', { error: error instanceof Error ? error.message : String(error) });
+      this.options.log.debug({ error: error instanceof Error ? error.message : String(error) }, 'could not list members');
     } finally {
       this.polling = false;
     }

@@ -52,7 +52,7 @@ export class Ownership {
       if (taken(this.acquiring.get(threadId))) this.acquiring.delete(threadId);
       const held = this.mine.get(threadId);
       if (taken(held)) {
-        this.log.info('thread taken by another engine', { threadId, by: entry?.value ?? null });
+        this.log.info({ threadId, by: entry?.value ?? null }, 'thread taken by another engine');
         this.drop(threadId);
       }
     });
@@ -117,7 +117,7 @@ export class Ownership {
       }
       this.acquiring.delete(threadId);
       this.mine.set(threadId, revision);
-      if (seen !== null && seen.value !== this.engineId) this.log.info('thread taken over', { threadId, from: seen.value });
+      if (seen !== null && seen.value !== this.engineId) this.log.info({ threadId, from: seen.value }, 'thread taken over');
       return true;
     }
     return false;

@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { type ContentType, type Subjects, contentTypeOf, decode, encode, isInbox } from '../../bus/index.ts';
 import { type Bus, BusError, type BusMessage, type BusSubscription, type Logger, TurnloomError } from '../../domain/index.ts';
 import { derivedId } from '../api/apiHandlers.ts';
-import { type ApiMethod, apiParams, isApiMethod } from '../api/apiSchemas.ts';
+import { type ApiMethod, apiParams, isApiMethod } from '../../protocol/apiSchemas.ts';
 
 /** What the router needs to know of the cluster: who owns a thread, who is alive, and how to take a thread. */
 export interface Placement {
@@ -163,7 +163,7 @@ export class RequestRouter {
     try {
       const answer = await Promise.race([this.bus.request(this.subjects.engineRelay(owner, tail), message.data, { headers, timeoutMs: FORWARD_TIMEOUT_MS }), ownerGone]);
       if (answer === 'gone') {
-        this.log.info('the owner of a thread went away while serving a request; taking it', { owner, subject: message.subject });
+        this.log.info({ owner, subject: message.subject }, 'the owner of a thread went away while serving a request; taking it');
         return true;
       }
       this.bus.publish(answerTo, answer.data, { headers: { 'content-type': answer.headers['content-type'] ?? 'application/json' } });
@@ -192,7 +192,7 @@ export class RequestRouter {
       const message: BusMessage = { subject: `${this.subjects.prefix}.v1.${tail}`, data: relay.data, headers, reply: callerReply };
       const answerTo = relay.reply;
       const serveHere = (routed: BusMessage) => (tail.startsWith('api.') ? serve.api : serve.worker)(routed, answerTo);
-      this.routeFrom(message, serveHere, Number(hops ?? 1), answerTo).catch((error: unknown) => this.log.error('could not serve a request passed on by another engine', { subject: message.subject, error: String(error) }));
+      this.routeFrom(message, serveHere, Number(hops ?? 1), answerTo).catch((error: unknown) => this.log.error({ subject: message.subject, error: String(error) }, 'could not serve a request passed on by another engine'));
     });
   }
 }

@@ -1,5 +1,5 @@
 import { JSON_TYPE, type Subjects, contentTypeOf, decode, encode, isInbox } from '../../bus/index.ts';
-import { type Bus, BusError, type BusMessage, type BusSubscription, type ErrorBody, type StoredEvent, TurnloomError, type TurnView, type WorkerProcess } from '../../domain/index.ts';
+import { type Bus, BusError, type BusMessage, type BusSubscription, type ErrorBody, type Logger, type StoredEvent, TurnloomError, type TurnView, type WorkerProcess, errorFields, silentLogger } from '../../domain/index.ts';
 import type { RequestRouting } from '../api/apiServer.ts';
 import { type ApiContext, apiHandlers } from '../api/apiHandlers.ts';
 import type { Principal } from '../api/auth.ts';
@@ -27,7 +27,8 @@ import {
   settleSchema,
   sideWorkSchema,
 } from './workerProtocol.ts';
-import { type WorkerInfo, WorkerRegistry } from './workerRegistry.ts';
+import { WorkerRegistry } from './workerRegistry.ts';
+import type { WorkerInfo } from '../../protocol/apiResults.ts';
 
 export const WORKER_QUEUE_GROUP = 'turnloom-engine';
 
@@ -50,6 +51,7 @@ export interface WorkerGatewayOptions {
    * workers' hellos are told to every engine.
    */
   cluster?: { engineId: string; router: RequestRouting; owns(threadId: string): boolean };
+  log?: Logger;
 }
 
 /** A worker's hello as one engine of a cluster tells the others. */
@@ -82,14 +84,17 @@ export class WorkerGateway {
   private readonly registry: WorkerRegistry;
   private readonly leases = new Map<string, HeldLease>();
   private readonly reverts = new Map<string, Promise<RevertAnswer>>();
-  private readonly inflight = new Inflight('workers');
-  private readonly options: Required<Omit<WorkerGatewayOptions, 'cluster'>>;
+  private readonly inflight: Inflight;
+  private readonly log: Logger;
+  private readonly options: Required<Omit<WorkerGatewayOptions, 'cluster' | 'log'>>;
   private readonly cluster: WorkerGatewayOptions['cluster'];
   private readonly subscriptions: BusSubscription[] = [];
   private unsubscribe: (() => void) | undefined;
   private ticker: NodeJS.Timeout | undefined;
   private scan: Promise<void> | undefined;
   private ticking = false;
+  /** The workers heard from within the lease timeout at the last tick. */
+  private live = new Set<string>();
 
   constructor(
     private readonly bus: Bus,
@@ -100,7 +105,9 @@ export class WorkerGateway {
   ) {
     const leaseTimeoutMs = options.leaseTimeoutMs ?? 10_000;
     // Several heartbeats fit in a lease, so one lost message does not lose it.
-    const { cluster, ...rest } = options;
+    const { cluster, log, ...rest } = options;
+    this.log = log ?? silentLogger;
+    this.inflight = new Inflight('workers', this.log);
     this.cluster = cluster;
     this.options = { leaseTimeoutMs, heartbeatMs: Math.min(2_000, Math.floor(leaseTimeoutMs / 4)), maxResumes: 2, now: Date.now, processGone: () => false, mayReplyTo: isInbox, ...rest };
     this.registry = new WorkerRegistry(this.options.leaseTimeoutMs);
@@ -122,7 +129,7 @@ export class WorkerGateway {
         if (held) gone.push(held);
       })
       .then(() => this.expire(gone, (lease) => `the process of worker ${lease.workerId} is gone`))
-      .catch((error: unknown) => console.error('turnloom workers: could not read the open turns', error));
+      .catch((error: unknown) => this.log.error(errorFields(error), 'workers: could not read the open turns'));
     const router = this.cluster?.router;
     this.subscriptions.push(
       this.bus.subscribe(this.subjects.workerAll, (message) => this.inflight.track(router ? router.route(message, (routed) => this.handle(routed)) : this.handle(message)), { queue: WORKER_QUEUE_GROUP }),
@@ -222,18 +229,10 @@ export class WorkerGateway {
   /** Serves one worker request here; `answerTo`: where the answer goes when another engine passed it on. */
   async handle(message: BusMessage, answerTo?: string): Promise<void> {
     const addressed = this.subjects.workerMethodOf(message.subject);
-    await answerRequest(
-      this.bus,
-      message,
-      this.options.maxPayloadBytes,
-      'workers',
-      (body) => {
-        if (!addressed) throw new TurnloomError('not_found', `${message.subject} is not <prefix>.v1.worker.<environment>.<method>`, { subject: message.subject });
-        return this.dispatch(addressed.environment, addressed.method, body, message.reply!);
-      },
-      this.options.mayReplyTo,
-      answerTo,
-    );
+    await answerRequest(this.bus, message, { maxPayload: this.options.maxPayloadBytes, label: 'workers', mayReplyTo: this.options.mayReplyTo, answerTo, log: this.log }, (body) => {
+      if (!addressed) throw new TurnloomError('not_found', `${message.subject} is not <prefix>.v1.worker.<environment>.<method>`, { subject: message.subject });
+      return this.dispatch(addressed.environment, addressed.method, body, message.reply!);
+    });
   }
 
   /**
@@ -298,10 +297,11 @@ export class WorkerGateway {
       throw new TurnloomError('conflict', `worker ${hello.workerId} is live in another environment; choose another id`, { workerId: hello.workerId });
     }
     const arrived = this.registry.heard(hello, now);
+    if (arrived) this.log.info({ workerId: hello.workerId, environment, host: hello.host, pid: hello.pid, capacity: hello.capacity }, 'worker joined');
     const leases = hello.running.map(({ threadId, turnId, token }) => ({ threadId, turnId, token, held: this.renewHeld(environment, hello.workerId, threadId, turnId, token, now) }));
     if (this.cluster) this.bus.publish(this.subjects.engineCast('hello'), encode({ from: this.cluster.engineId, environment, hello } satisfies HelloCast, JSON_TYPE));
     // A worker that just came (or came back) hears at once what waits in its environment.
-    if (arrived) this.offerWaiting(hello.environment).catch((error: unknown) => console.error('turnloom workers:', error));
+    if (arrived) this.offerWaiting(hello.environment).catch((error: unknown) => this.log.error(errorFields(error), 'workers: could not offer waiting turns'));
     return { heartbeatMs: this.options.heartbeatMs, leaseTimeoutMs: this.options.leaseTimeoutMs, leases };
   }
 
@@ -339,7 +339,7 @@ export class WorkerGateway {
     if (cast.hello.environment !== cast.environment) return;
     const arrived = this.registry.heard(cast.hello, now);
     for (const { threadId, turnId, token } of cast.hello.running) this.renewHeld(cast.environment, cast.hello.workerId, threadId, turnId, token, now);
-    if (arrived) this.offerWaiting(cast.environment).catch((error: unknown) => console.error('turnloom workers:', error));
+    if (arrived) this.offerWaiting(cast.environment).catch((error: unknown) => this.log.error(errorFields(error), 'workers: could not offer waiting turns'));
   }
 
   private liveWorker(workerId: string, doing: string): WorkerInfo {
@@ -453,7 +453,7 @@ export class WorkerGateway {
 
   /** Tells the workers of the thread's environment that the turn waits (if it does). */
   private offer(threadId: string, turnId: string): void {
-    void this.offerIfWaiting(threadId, turnId).catch((error: unknown) => console.error(`turnloom workers: could not offer ${threadId}/${turnId}`, error));
+    void this.offerIfWaiting(threadId, turnId).catch((error: unknown) => this.log.error({ ...errorFields(error), threadId, turnId }, 'workers: could not offer a turn'));
   }
 
   private async offerIfWaiting(threadId: string, turnId: string): Promise<boolean> {
@@ -473,14 +473,14 @@ export class WorkerGateway {
       if (!this.owns(threadId)) continue;
       const waitsIn = this.engine.summary(threadId)?.environment;
       if (waitsIn === undefined || (environment !== null && waitsIn !== environment) || this.registry.liveIn(waitsIn, now) === 0) continue;
-      await this.offerIfWaiting(threadId, turnId).catch((error: unknown) => console.error(`turnloom workers: could not offer ${threadId}/${turnId}`, error));
+      await this.offerIfWaiting(threadId, turnId).catch((error: unknown) => this.log.error({ ...errorFields(error), threadId, turnId }, 'workers: could not offer a turn'));
     }
   }
 
   private settleUnheld(threadId: string, turnId: string): void {
     this.engine
       .submit({ type: 'turn.settle', commandId: systemCommandId('unheld', threadId, turnId), threadId, turnId, outcome: { kind: 'interrupted', cause: 'engine', reason: 'interrupted before a worker took it' } })
-      .catch(ignoreSettled);
+      .catch(this.ignoreSettled);
   }
 
   /** Provider sessions live only as long as a call here, so a stop is confirmed as soon as no turn holds the session. */
@@ -489,16 +489,27 @@ export class WorkerGateway {
       const view = await this.engine.getThread(threadId);
       if (view.session.state !== 'stopping' || view.openTurnId) return;
       await this.engine.submit({ type: 'session.confirmStopped', commandId: systemCommandId('stopped', threadId, view.seq), threadId });
-    })().catch(ignoreSettled);
+    })().catch(this.ignoreSettled);
+  }
+
+  /** Says so when a worker it heard from went silent past the lease timeout. */
+  private noticeLost(): void {
+    const live = new Set<string>();
+    for (const worker of this.registry.list(this.options.now())) {
+      if (worker.live) live.add(worker.workerId);
+      else if (this.live.has(worker.workerId)) this.log.warn({ workerId: worker.workerId, environment: worker.environment, silentMs: this.options.now() - worker.lastHeartbeat }, 'worker lost');
+    }
+    this.live = live;
   }
 
   /** Expires leases nobody renewed, and offers again what waits where a worker is alive (an offer may be lost). */
   private tick(): void {
     if (this.ticking) return;
+    this.noticeLost();
     this.ticking = true;
     void this.expireLapsed()
       .then(() => this.offerWaiting(null))
-      .catch((error: unknown) => console.error('turnloom workers:', error))
+      .catch((error: unknown) => this.log.error(errorFields(error), 'workers: could not offer waiting turns'))
       .finally(() => {
         this.ticking = false;
       });
@@ -524,10 +535,16 @@ export class WorkerGateway {
           reason: why(lease),
           maxResumes: this.options.maxResumes,
         })
-        .catch(ignoreSettled);
+        .catch(this.ignoreSettled);
       if (this.leases.get(leaseKey(lease.threadId, lease.turnId)) === lease) this.leases.delete(leaseKey(lease.threadId, lease.turnId));
     }
   }
+
+  /** Settled, answered or moved on meanwhile: exactly what a reactor waited for; anything else is logged. */
+  private readonly ignoreSettled = (error: unknown): void => {
+    if (error instanceof TurnloomError && ['illegal_transition', 'conflict', 'not_found', 'unavailable'].includes(error.code)) return;
+    this.log.error(errorFields(error), 'workers: a command of the engine\'s own failed');
+  };
 
   async stop(): Promise<void> {
     for (const subscription of this.subscriptions.splice(0)) subscription.unsubscribe();
@@ -538,8 +555,3 @@ export class WorkerGateway {
   }
 }
 
-function ignoreSettled(error: unknown): void {
-  // Settled, answered or moved on meanwhile: exactly what we waited for.
-  if (error instanceof TurnloomError && ['illegal_transition', 'conflict', 'not_found', 'unavailable'].includes(error.code)) return;
-  console.error('turnloom workers:', error);
-}

@@ -1,21 +1,5 @@
+import type { WorkerInfo } from '../../protocol/apiResults.ts';
 import type { Hello } from './workerProtocol.ts';
-
-/** What `worker.list` shows of a worker. */
-export interface WorkerInfo {
-  workerId: string;
-  environment: string;
-  workspace: string | null;
-  host: string;
-  pid: number;
-  startTicks: number | null;
-  capacity: number;
-  /** Turns it said it runs, at its last heartbeat. */
-  runningTurns: number;
-  firstSeen: number;
-  lastHeartbeat: number;
-  /** Heard from within the lease timeout. */
-  live: boolean;
-}
 
 /**
  * The workers the engine has heard from, kept from their heartbeats alone:

@@ -1,8 +1,15 @@
-import type { CapturedTree, CompactionSetting, DomainEvent, FileChanges, PermissionMode, PermissionRule, Permissions, ProviderChoice, Refusal, SideTaskReport, WorkerProcess } from '../../domain/index.ts';
+import type { CapturedTree, CompactionSetting, DomainEvent, FileChanges, InterruptCause, PermissionMode, PermissionRule, Permissions, ProviderChoice, Refusal, SideTaskReport, WorkerProcess } from '../../domain/index.ts';
 
 export type { Refusal };
-import type { TurnOutcome } from './settleTurn.ts';
-import type { WhileRunning } from './turnQueue.ts';
+
+/** What `turn.start` does when a turn is already open. */
+export type WhileRunning = 'queue' | 'steer' | 'interrupt';
+
+/** How a turn a worker settles ended, when it did not complete. */
+export type TurnOutcome = { kind: 'interrupted'; cause: InterruptCause; reason: string } | { kind: 'failed'; error: string };
+
+export type { CommandResult } from '../../protocol/apiResults.ts';
+import { SYSTEM_COMMAND_PREFIX } from '../../protocol/apiSchemas.ts';
 
 /**
  * What clients may ask of a thread. Each carries a command id that stays the
@@ -189,19 +196,6 @@ export const isSystemCommand = (command: Command): command is SystemCommand => s
  * keyed by thread (turn and approval ids are only unique within one), so no
  * client id can ever take a system command's receipt.
  */
-export const SYSTEM_COMMAND_PREFIX = 'sys:';
 export const systemCommandId = (...parts: Array<string | number>): string => `${SYSTEM_COMMAND_PREFIX}${parts.join(':')}`;
 export type CommandType = Command['type'];
 
-/** The answer to an accepted command; a rejected one throws a `TurnloomError`. */
-export interface CommandResult {
-  commandId: string;
-  threadId: string;
-  /** Per-thread sequence range written by this command (empty when `toThreadSeq < fromThreadSeq`). */
-  fromThreadSeq: number;
-  toThreadSeq: number;
-  /** Events the machines refused and that were recorded as diagnostics instead (turn.record). */
-  diagnostics: number;
-  /** Which events those were, and why: the answer per event a worker gets. */
-  refused: Refusal[];
-}

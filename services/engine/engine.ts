@@ -1,10 +1,10 @@
 import { createHash } from 'node:crypto';
-import { type DomainEvent, IllegalTransition, type Inspection, type ListedThread, type Receipt, type StoredEvent, type ThreadHead, type ThreadStore, type ThreadSummary, type ThreadView, type TurnView, TurnloomError, summarize, wellFormed } from '../../domain/index.ts';
+import { type DomainEvent, IllegalTransition, type Inspection, type Logger, errorFields, silentLogger, type ListedThread, type Receipt, type StoredEvent, type ThreadHead, type ThreadStore, type ThreadSummary, type ThreadView, type TurnView, TurnloomError, summarize, wellFormed } from '../../domain/index.ts';
 import { type Command, type CommandResult, type Refusal, isSystemCommand } from './commands.ts';
 import { decide } from './decide.ts';
 import { machinesVersion } from './machinesVersion.ts';
-import { emptyThreadView } from './projector.ts';
-import { routeEvent } from './routeEvent.ts';
+import { emptyThreadView } from '../../protocol/projector.ts';
+import { routeEvent } from '../../machines/routeEvent.ts';
 import { ThreadActors } from './threadActors.ts';
 import { ThreadDraft, refusedEvent } from './threadDraft.ts';
 import { type QueueLimits, defaultQueueLimits } from './turnQueue.ts';
@@ -37,6 +37,8 @@ export interface EngineOptions {
    * A `turn.start` past them is refused with `queue_full` and writes nothing.
    */
   queue?: Partial<QueueLimits>;
+  /** Where it says what went wrong outside a command (a listener that threw, receipts it could not expire); default: nowhere. */
+  log?: Logger;
 }
 
 export interface SubmitOptions {
@@ -106,6 +108,7 @@ export class Engine {
   private readonly maxReceipts: number;
   private readonly maxEventBytes: number;
   private readonly queueLimits: QueueLimits;
+  private readonly log: Logger;
   private expiring = false;
   private readonly loaded = new Map<string, LoadedThread>();
   private readonly locks = new Map<string, Promise<void>>();
@@ -119,6 +122,7 @@ export class Engine {
 
   private constructor(options: EngineOptions) {
     this.store = options.store;
+    this.log = options.log ?? silentLogger;
     this.now = options.now ?? Date.now;
     this.idleMs = options.idleMs ?? 60_000;
     this.maxLoaded = options.maxLoadedThreads ?? 1_000;
@@ -147,7 +151,7 @@ export class Engine {
     try {
       return await this.store.expireReceipts(this.now() - this.receiptTtlMs, this.maxReceipts, 10_000);
     } catch (error) {
-      console.error('turnloom: could not expire receipts', error);
+      this.log.error(errorFields(error), 'could not expire receipts');
       return 0;
     } finally {
       this.expiring = false;
@@ -180,7 +184,7 @@ export class Engine {
         listener(value);
       } catch (error) {
         // The command is settled whatever a listener does; the others must still hear of it.
-        console.error(`turnloom: a ${what} listener threw`, error);
+        this.log.error({ ...errorFields(error), listener: what }, 'a listener threw');
       }
     }
   }

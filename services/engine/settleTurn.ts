@@ -1,8 +1,9 @@
 import { type InterruptCause, type ToolOutcome, type TurnView, isOpenPart } from '../../domain/index.ts';
 import type { ThreadDraft } from './threadDraft.ts';
+import type { TurnOutcome } from './commands.ts';
+export type { TurnOutcome } from './commands.ts';
 
 /** How an open turn ends when it cannot end on its own. */
-export type TurnOutcome = { kind: 'interrupted'; cause: InterruptCause; reason: string } | { kind: 'failed'; error: string };
 
 const toolResultText: Record<ToolOutcome, string> = {
   notStarted: 'This tool call was never started: the turn stopped before it ran. It is safe to retry.',

@@ -1,9 +1,9 @@
 import type { AnyMachineSnapshot, AnyStateMachine, Snapshot } from 'xstate';
 import type { PersistedActor, PersistedActorTree } from '../../domain/index.ts';
 import { lifecycleMachines, type LifecycleMachineName } from '../../machines/index.ts';
-import { restoreMachine, startMachine, stepMachine } from '../machineStep.ts';
-import { assertAccepts } from '../strictSend.ts';
-import { type Delivery, actorKey } from './routeEvent.ts';
+import { restoreMachine, startMachine, stepMachine } from '../../machines/machineStep.ts';
+import { assertAccepts } from '../../machines/strictSend.ts';
+import { type Delivery, actorKey } from '../../machines/routeEvent.ts';
 
 /** One lifecycle actor: which machine it runs, its input, and the snapshot it is in. */
 export interface ActorState {

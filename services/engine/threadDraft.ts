@@ -1,11 +1,21 @@
-import { startMachine, stepMachine } from '../machineStep.ts';
+import { startMachine, stepMachine } from '../../machines/machineStep.ts';
 import { explainRefusal, lifecycleMachines, type LifecycleMachineName } from '../../machines/index.ts';
 import { type ActorTransition, type DomainEvent, IllegalTransition, type QueuedTurnView, type RefusedEvent, type ThreadView, TurnloomError, fitEvent, jsonBytes } from '../../domain/index.ts';
-import { projectInto } from './projector.ts';
-import { type Delivery, actorKey, routeEvent } from './routeEvent.ts';
-import { assertAccepts, stateName } from '../strictSend.ts';
+import { projectInto } from '../../protocol/projector.ts';
+import { type Delivery, actorKey, routeEvent } from '../../machines/routeEvent.ts';
+import { assertAccepts, stateName } from '../../machines/strictSend.ts';
 import type { ActorState, ThreadActors } from './threadActors.ts';
-import type { QueueLimits } from './turnQueue.ts';
+
+/**
+ * How much input may wait on one thread, by count and in UTF-8 bytes: turns
+ * in its queue, and input steered into the open turn that no step took yet.
+ * Input the thread already accepted is never refused for them: steered
+ * input a turn settled without still becomes the next turn.
+ */
+export interface QueueLimits {
+  maxTurns: number;
+  maxBytes: number;
+}
 
 /**
  * Every stored event must travel in one answer, in either encoding. What a

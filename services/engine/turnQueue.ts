@@ -1,20 +1,9 @@
+import type { StartOutcome } from '../../protocol/apiResults.ts';
 import { type DomainEvent, IllegalTransition, TurnloomError, childId, waitingInput } from '../../domain/index.ts';
 import type { Command } from './commands.ts';
-import type { ThreadDraft } from './threadDraft.ts';
-
-/** What `turn.start` does when a turn is already open. */
-export type WhileRunning = 'queue' | 'steer' | 'interrupt';
-
-/**
- * How much input may wait on one thread, by count and in UTF-8 bytes: turns
- * in its queue, and input steered into the open turn that no step took yet.
- * Input the thread already accepted is never refused for them: steered
- * input a turn settled without still becomes the next turn.
- */
-export interface QueueLimits {
-  maxTurns: number;
-  maxBytes: number;
-}
+import type { QueueLimits, ThreadDraft } from './threadDraft.ts';
+export type { QueueLimits } from './threadDraft.ts';
+export type { WhileRunning } from './commands.ts';
 
 export const defaultQueueLimits: QueueLimits = { maxTurns: 100, maxBytes: 4 * 1024 * 1024 };
 
@@ -125,12 +114,6 @@ export function followQueue(draft: ThreadDraft): void {
     if (!(error instanceof IllegalTransition)) throw error;
   }
 }
-
-/** What became of a `turn.start`: the answer a client gets, read from the events the command wrote (so a retry gets the same). */
-export type StartOutcome =
-  | { inbox: 'started'; turnId: string }
-  | { inbox: 'queued'; turnId: string; interrupted: string | null }
-  | { inbox: 'steered'; turnId: string; inputId: string };
 
 export function startOutcome(events: readonly DomainEvent[], turnId: string): StartOutcome {
   if (events.some((event) => event.type === 'turn.requested' && event.turnId === turnId)) return { inbox: 'started', turnId };

@@ -1,4 +1,5 @@
 import { setImmediate as yieldToOthers } from 'node:timers/promises';
+import { type Logger, errorFields, silentLogger } from '../../domain/index.ts';
 import { systemCommandId } from '../engine/commands.ts';
 import type { Engine } from '../engine/engine.ts';
 import { machinesVersion } from '../engine/machinesVersion.ts';
@@ -11,6 +12,7 @@ export interface CrashRepairOptions {
   concurrency?: number;
   /** In a cluster: whether this engine owns the thread (only its owner repairs it). */
   owns?: (threadId: string) => boolean;
+  log?: Logger;
 }
 
 /**
@@ -25,6 +27,9 @@ export interface CrashRepairOptions {
  */
 export class CrashRepair {
   private stopped = false;
+  private get log(): Logger {
+    return this.options.log ?? silentLogger;
+  }
 
   constructor(
     private readonly engine: Engine,
@@ -87,7 +92,7 @@ export class CrashRepair {
         saved: null,
       })
       .catch((error: unknown) => {
-        if (!this.stopped) console.error(`turnloom: could not end revert ${revertId} of thread ${threadId}`, error);
+        if (!this.stopped) this.log.error({ ...errorFields(error), threadId, revertId }, 'could not end a revert a dead process left');
       });
   }
 
@@ -105,10 +110,11 @@ export class CrashRepair {
         turnId,
         reason: 'the process running this turn stopped and no worker holds it',
       });
+      this.log.warn({ threadId, turnId }, 'repaired a turn a dead process left open');
       return true;
     } catch (error) {
       // One thread that cannot be repaired must not keep the others from it.
-      if (!this.stopped) console.error(`turnloom: could not repair turn ${turnId} of thread ${threadId}; it stays open`, error);
+      if (!this.stopped) this.log.error({ ...errorFields(error), threadId, turnId }, 'could not repair a turn; it stays open');
       return false;
     }
   }

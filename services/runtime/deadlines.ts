@@ -1,6 +1,6 @@
 import type { Engine } from '../engine/engine.ts';
 import { systemCommandId } from '../engine/commands.ts';
-import { TurnloomError, type TurnView } from '../../domain/index.ts';
+import { type Logger, TurnloomError, type TurnView, errorFields, silentLogger } from '../../domain/index.ts';
 
 export interface DeadlineOptions {
   /** An interrupt nobody confirms is settled after this long. */
@@ -9,6 +9,7 @@ export interface DeadlineOptions {
   approvalMs: number | null;
   /** In a cluster: whether this engine owns the thread (only its owner keeps its deadlines). */
   owns?: (threadId: string) => boolean;
+  log?: Logger;
 }
 
 /**
@@ -43,7 +44,7 @@ export class Deadlines {
       .forEachOpenTurn((threadId, turn) => {
         if (!this.stopped && (this.options.owns?.(threadId) ?? true)) this.armOpen(threadId, turn);
       })
-      .catch((error: unknown) => console.error('turnloom deadlines: could not read the open turns', error));
+      .catch((error: unknown) => (this.options.log ?? silentLogger).error(errorFields(error), 'deadlines: could not read the open turns'));
     return this;
   }
 
@@ -87,7 +88,7 @@ export class Deadlines {
       fire().catch((error: unknown) => {
         // Settled or answered meanwhile: exactly what the deadline waited for.
         if (!(error instanceof TurnloomError && (error.code === 'illegal_transition' || error.code === 'unavailable' || error.code === 'not_found'))) {
-          console.error('turnloom deadlines:', error);
+          (this.options.log ?? silentLogger).error({ ...errorFields(error), deadline: key }, 'deadlines: could not settle what was due');
         }
       });
     }, ms);

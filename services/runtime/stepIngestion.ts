@@ -1,13 +1,5 @@
+import type { LiveDelta } from '../../protocol/liveBatch.ts';
 import { type DomainEvent, type ProviderEvent, type StopReason, type ToolCall, type Usage, childId, wellFormedString } from '../../domain/index.ts';
-
-/** One delta on the ephemeral live channel: the typing effect, never stored. */
-export interface LiveDelta {
-  turnId: string;
-  step: number;
-  partId: string;
-  kind: 'text' | 'reasoning' | 'toolInput';
-  text: string;
-}
 
 export interface StepIngestionOptions {
   turnId: string;

@@ -3,17 +3,9 @@ import { planCompaction } from '../runtime/compactionPlan.ts';
 import { contextWindowOf, estimateTokens } from '../runtime/contextWindow.ts';
 import { type Answer, collectAnswer } from './collectAnswer.ts';
 import { reachWritten } from './reachWritten.ts';
-import type { TurnWork } from './turnLoop.ts';
+import type { CompactionOptions, TurnWork } from './turnWork.ts';
+export type { CompactionOptions } from './turnWork.ts';
 import { CompactionRefused, type TurnHooks } from './turnHooks.ts';
-
-export interface CompactionOptions {
-  /** The model's context window in tokens, instead of the known one (`--context-window`). */
-  contextWindow: number | null;
-  /** Compactions one turn may make before it fails (default 2). */
-  maxPerTurn: number;
-  /** Most recent older turns kept verbatim (default 1). */
-  keepRecentTurns: number;
-}
 
 const SUMMARY_SYSTEM =
   'You compact the conversation of a coding agent so it can go on within its context window. Summarise the conversation above for the agent itself: the user’s goals and constraints, decisions made, files read and changed, commands run and their results, and what is still open. Be concise and factual; keep names, paths and numbers exact.';

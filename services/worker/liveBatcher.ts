@@ -1,7 +1,7 @@
 import { MSGPACK } from '../../bus/index.ts';
 import type { Bus } from '../../domain/index.ts';
-import { encodeLiveBatch } from '../runtime/liveBatch.ts';
-import type { LiveDelta } from '../runtime/stepIngestion.ts';
+import { encodeLiveBatch } from '../../protocol/liveBatch.ts';
+import type { LiveDelta } from '../../protocol/liveBatch.ts';
 
 export interface LiveBatchLimits {
   /** A batch goes out at once when it holds this many deltas… */

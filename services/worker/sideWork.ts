@@ -1,5 +1,5 @@
-import type { ThreadWatch } from '../../client/threadWatch.ts';
-import { type ProviderAdapter, type ProviderChoice, ProviderError, type SideTaskReport, type ThreadView, TurnloomError } from '../../domain/index.ts';
+import type { ThreadWatch } from '../../protocol/threadWatch.ts';
+import { type Logger, type ProviderAdapter, type ProviderChoice, ProviderError, type SideTaskReport, type ThreadView, TurnloomError, errorFields, silentLogger } from '../../domain/index.ts';
 import type { LeaseProof, SideWorkRequest } from '../dispatch/workerProtocol.ts';
 import { type SideTask, sideWorkDue } from './sideWorkDue.ts';
 import { sideLineOf, sideWorkRequest } from './sideWorkRequest.ts';
@@ -10,6 +10,7 @@ import type { WorkerLink } from './workerLink.ts';
 export interface SideWorkOptions {
   /** A side task's model call not answered in this long fails (its failure is recorded like any other). */
   timeoutMs: number;
+  log?: Logger;
 }
 
 /** How long the worker's fold may take to show the turn's settling it wrote; past that, no side work for the turn. */
@@ -121,7 +122,7 @@ export class SideWork {
       const request: SideWorkRequest = { ...proof, kind, model: answeredBy, usage, outcome };
       await this.link.persist('sideWork', request, this.closing.signal);
     } catch (error) {
-      if (!expected(error) && !this.closing.signal.aborted) console.error(`turnloom worker: side work (${task.kind}) for turn ${task.turnId} was not recorded`, error);
+      if (!expected(error) && !this.closing.signal.aborted) (this.options.log ?? silentLogger).warn({ ...errorFields(error), turnId: task.turnId, kind: task.kind }, 'side work was not recorded');
     }
   }
 

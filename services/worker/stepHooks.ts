@@ -3,7 +3,7 @@ import type { DomainEvent, ProviderAdapter, ProviderErrorInfo, ProviderRequest, 
 import { deriveMessages, systemPrompt } from '../runtime/deriveRequest.ts';
 import { compactContext } from './compaction.ts';
 import { reachWritten } from './reachWritten.ts';
-import type { TurnWork } from './turnLoop.ts';
+import type { TurnWork } from './turnWork.ts';
 import { type HookContext, TurnRejected, runHook } from './turnHooks.ts';
 
 const hookActivity = (turnId: string, name: string, message: string, data: Record<string, unknown>): DomainEvent => ({

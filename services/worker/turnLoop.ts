@@ -1,6 +1,5 @@
 import { resolve as resolvePath } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { ThreadWatch } from '../../client/threadWatch.ts';
 import {
   type DomainEvent,
   type PartView,
@@ -17,6 +16,7 @@ import {
   TurnloomError,
   type WorkspaceCheckpoints,
   decidePermission,
+  errorFields,
   waitingInput,
 } from '../../domain/index.ts';
 import {
@@ -34,63 +34,15 @@ import {
 import { isResumableStep } from '../engine/settleTurn.ts';
 import { MAX_UNCAPTURED } from '../dispatch/workerProtocol.ts';
 import { requestDigest } from '../runtime/deriveRequest.ts';
-import { type RetryPolicy, retryDelay } from '../runtime/retryPolicy.ts';
-import { type LiveDelta, StepIngestion } from '../runtime/stepIngestion.ts';
-import type { CompactionOptions } from './compaction.ts';
+import { retryDelay } from '../runtime/retryPolicy.ts';
+import { StepIngestion } from '../runtime/stepIngestion.ts';
 import type { Outbox } from './outbox.ts';
 import { diffToRecord } from './recordedChanges.ts';
 import { reachWritten } from './reachWritten.ts';
 import { prepareRequest, retryAfterError, turnStopping } from './stepHooks.ts';
-import type { TurnHooks } from './turnHooks.ts';
 import { turnTools } from './turnTools.ts';
-
-export interface TurnLoopOptions {
-  /** A stream silent this long counts as a dropped connection. */
-  idleTimeoutMs: number;
-  maxSteps: number;
-  /** A tool's output longer than this is cut (the model and the log get a note saying how much). */
-  maxToolOutputChars: number;
-  /**
-   * Whether the tools a step asks for are run (and the turn goes on). `false`,
-   * or `false` for a given step: they are recorded but not run, and the turn
-   * ends with that answer (a plan-only run, or the end of a recording).
-   */
-  runTools: boolean | ((step: number) => boolean);
-  retry: RetryPolicy;
-  flushMs: number;
-  maxBufferChars: number;
-  random: () => number;
-  /** When and how the context is compacted (see `compaction.ts`). */
-  compaction: CompactionOptions;
-}
-
-/** A workspace's checkpoints, or why it keeps none (it is not a git repository). */
-export type CheckpointSetting = { store: WorkspaceCheckpoints } | { off: string };
-
-/** Why a turn's work stopped before it ended by itself. */
-export type StopReason = { kind: 'interrupt'; reason: string } | { kind: 'leaseLost' } | { kind: 'shutdown'; reason: string } | { kind: 'engineAway'; reason: string };
-
-/** One turn, as the worker that holds it runs it. */
-export interface TurnWork {
-  threadId: string;
-  turnId: string;
-  /** The worker's own fold of the thread (all turns loaded), kept by the engine's events. */
-  fold: ThreadWatch;
-  outbox: Outbox;
-  adapter: ProviderAdapter | undefined;
-  /** The folder the worker's tools work in (`null`: it serves none). */
-  workspace: string | null;
-  /** The workspace's tools, run for every call the provider does not run itself. */
-  tools: ToolExecutor | undefined;
-  /** Where the work tree is captured before the turn's first change and after it; `off` says why it is not. */
-  checkpoints: CheckpointSetting | undefined;
-  live: (delta: LiveDelta) => void;
-  /** The worker's extension hooks, compaction first. */
-  hooks: TurnHooks;
-  /** Aborted with a `StopReason`. */
-  signal: AbortSignal;
-  options: TurnLoopOptions;
-}
+import type { StopReason, TurnWork } from './turnWork.ts';
+export type { CheckpointSetting, StopReason, TurnLoopOptions, TurnWork } from './turnWork.ts';
 
 class StepFailed extends Error {
   readonly info: ProviderErrorInfo;
@@ -124,7 +76,7 @@ async function runTurnToEnd(work: TurnWork): Promise<void> {
   const { turnId, outbox, signal, options } = work;
   const view = () => work.fold.context.view!;
   const turn = (): TurnView => view().turns[turnId]!;
-  const settle = (outcome: Parameters<Outbox['settle']>[0]) => outbox.settle(outcome).catch(ignoreSettled);
+  const settle = (outcome: Parameters<Outbox['settle']>[0]) => outbox.settle(outcome).catch((error: unknown) => ignoreSettled(error, work));
 
   if (turn().state.startsWith('interrupting')) {
     await settle({ kind: 'interrupted', cause: 'provider', reason: turn().interrupt?.reason ?? 'interrupted before it started' });
@@ -209,7 +161,7 @@ async function runTurnToEnd(work: TurnWork): Promise<void> {
       return;
     }
     if (error instanceof TurnloomError && error.code === 'fenced') return;
-    if (!(error instanceof StepFailed) && !(error instanceof TurnloomError)) console.error(`turnloom worker: turn ${turnId} failed`, error);
+    if (!(error instanceof StepFailed) && !(error instanceof TurnloomError)) work.log.error({ ...errorFields(error), threadId: work.threadId, turnId, stack: (error as Error).stack }, 'turn failed on an unexpected error');
     const failure = error instanceof StepFailed ? { provider: error.info } : (error as Error);
     await outbox.record([failureActivity(turnId, failure)]).catch(() => undefined);
     await captureAfter(work).catch(() => undefined);
@@ -486,9 +438,9 @@ async function* abortable<T>(iterable: AsyncIterable<T>, signal: AbortSignal): A
   }
 }
 
-function ignoreSettled(error: unknown): null {
+function ignoreSettled(error: unknown, work: TurnWork): null {
   // Someone settled it first (the engine's deadline, a lost lease): that is the outcome we wanted.
   if (error instanceof TurnloomError && ['illegal_transition', 'fenced'].includes(error.code)) return null;
-  console.error('turnloom worker:', error);
+  work.log.error({ ...errorFields(error), threadId: work.threadId, turnId: work.turnId }, 'could not settle the turn');
   return null;
 }

@@ -3,8 +3,8 @@ import { hostname } from 'node:os';
 import { z } from 'zod';
 import { startTicksOf } from '../../adapters/processIdentity.ts';
 import { JSON_TYPE, type Subjects, decode, subjects as subjectsFor } from '../../bus/index.ts';
-import { ThreadWatch } from '../../client/threadWatch.ts';
-import { type Bus, type BusSubscription, DEFAULT_ENVIRONMENT, type ProviderAdapter, type ProviderChoice, type ToolExecutor, TurnloomError, type WorkspaceCheckpoints } from '../../domain/index.ts';
+import { ThreadWatch } from '../../protocol/threadWatch.ts';
+import { type Bus, type BusSubscription, DEFAULT_ENVIRONMENT, type Logger, type ProviderAdapter, errorFields, silentLogger, type ProviderChoice, type ToolExecutor, TurnloomError, type WorkspaceCheckpoints } from '../../domain/index.ts';
 import { type HelloAnswer, type RevertAnswer, revertTaskSchema } from '../dispatch/workerProtocol.ts';
 import { DEFAULT_MAX_PAYLOAD } from '../api/apiServer.ts';
 import { Inflight, answerRequest, parseParams } from '../api/requestReply.ts';
@@ -45,6 +45,8 @@ export interface WorkerOptions {
   stopGraceMs?: number;
   /** Side work after the turns it runs (a title, summaries; see `sideWork.ts`): its model calls' timeout (default 30 s), or `false` for none. */
   sideWork?: Partial<SideWorkOptions> | false;
+  /** Where it says what it did (claims, turns, failures); default: nowhere. */
+  log?: Logger;
 }
 
 interface Run {
@@ -84,9 +86,12 @@ export class Worker {
   private heartbeat: NodeJS.Timeout | undefined;
   private offers: BusSubscription | undefined;
   private tasks: BusSubscription | undefined;
-  private readonly taskWork = new Inflight('worker tasks');
+  private readonly taskWork: Inflight;
+  private readonly log: Logger;
   private readonly sideWork: SideWork | null;
   private stopping = false;
+  /** Whether the last hello was answered (a line is logged when that changes). */
+  private heard = false;
 
   constructor(private readonly options: WorkerOptions) {
     this.bus = options.bus;
@@ -94,6 +99,8 @@ export class Worker {
     this.workerId = options.workerId ?? `w-${randomUUID().slice(0, 8)}`;
     this.environment = options.environment ?? DEFAULT_ENVIRONMENT;
     this.link = new WorkerLink(this.bus, this.subjects, this.environment);
+    this.log = options.log ?? silentLogger;
+    this.taskWork = new Inflight('worker tasks', this.log);
     const { retry, compaction, ...loop } = options.loop ?? {};
     this.loop = {
       idleTimeoutMs: 60_000,
@@ -109,7 +116,7 @@ export class Worker {
     };
     this.hooks = combineHooks(compactionHooks(this.loop.compaction), options.hooks);
     this.bounds = { maxEvents: 10_000, maxBytes: 16 * 1024 * 1024, ...options.outbox };
-    this.sideWork = options.sideWork === false ? null : new SideWork(this.link, options.adapterFor, { timeoutMs: 30_000, ...options.sideWork });
+    this.sideWork = options.sideWork === false ? null : new SideWork(this.link, options.adapterFor, { timeoutMs: 30_000, log: this.log, ...options.sideWork });
   }
 
   /** Starts listening for offers and saying hello; an engine that is not there yet is waited for. */
@@ -128,7 +135,7 @@ export class Worker {
       // One worker of the environment answers each task: they share the workspace.
       this.tasks = this.bus.subscribe(
         this.subjects.workspaceTasks(this.environment),
-        (message) => this.taskWork.track(answerRequest(this.bus, message, DEFAULT_MAX_PAYLOAD, `worker ${this.workerId}`, (body) => this.revert(checkpoints.store, body))),
+        (message) => this.taskWork.track(answerRequest(this.bus, message, { maxPayload: DEFAULT_MAX_PAYLOAD, label: `worker ${this.workerId}`, log: this.log }, (body) => this.revert(checkpoints.store, body))),
         { queue: 'turnloom-workspace' },
       );
     }
@@ -166,13 +173,20 @@ export class Worker {
         running,
       });
       this.heartbeatMs = answer.heartbeatMs;
+      if (!this.heard) this.log.info({ workerId: this.workerId, environment: this.environment }, 'the engine answered');
+      this.heard = true;
       for (const lease of answer.leases) {
         const run = this.runs.get(runKey(lease.threadId, lease.turnId));
-        if (!lease.held && run?.token === lease.token) run.controller.abort({ kind: 'leaseLost' } satisfies StopReason);
+        if (!lease.held && run?.token === lease.token) {
+          this.log.warn({ workerId: this.workerId, threadId: lease.threadId, turnId: lease.turnId, lease: lease.token }, 'lease lost: stopping the turn');
+          run.controller.abort({ kind: 'leaseLost' } satisfies StopReason);
+        }
       }
     } catch (error) {
       // The engine is away (restarting, or NATS is): keep working, keep saying hello.
-      if (!isTransient(error)) console.error(`turnloom worker ${this.workerId}: hello refused`, error);
+      if (isTransient(error) && this.heard) this.log.warn({ ...errorFields(error), workerId: this.workerId }, 'the engine does not answer; still working, still asking');
+      this.heard = !isTransient(error) && this.heard;
+      if (!isTransient(error)) this.log.error({ ...errorFields(error), workerId: this.workerId }, 'hello refused');
     } finally {
       if (!this.stopping) {
         this.heartbeat = setTimeout(() => void this.beat(), this.heartbeatMs);
@@ -201,9 +215,10 @@ export class Worker {
     try {
       const { token } = await this.link.call<{ token: number }>('claim', { workerId: this.workerId, threadId, turnId, claimId: randomUUID(), keyHash });
       run.token = token;
+      this.log.info({ workerId: this.workerId, threadId, turnId, lease: token }, 'turn claimed');
     } catch (error) {
       // Another worker won, or the turn moved on: exactly what an offer to many may end in.
-      if (!(error instanceof TurnloomError) || !['conflict', 'illegal_transition', 'not_found'].includes(error.code)) console.error(`turnloom worker ${this.workerId}: claim of ${turnId} failed`, error);
+      if (!(error instanceof TurnloomError) || !['conflict', 'illegal_transition', 'not_found'].includes(error.code)) this.log.error({ ...errorFields(error), workerId: this.workerId, threadId, turnId }, 'claim failed');
       return;
     }
     const proof = { workerId: this.workerId, threadId, turnId, token: run.token, key: secret };
@@ -246,12 +261,15 @@ export class Worker {
         hooks: this.hooks,
         signal,
         options: this.loop,
+        log: this.log,
       });
       await outbox.flushed().catch(() => undefined);
+      const settled = fold.context.view?.turns[turnId];
+      this.log.info({ workerId: this.workerId, threadId, turnId, state: settled?.state, durationMs: settled ? Date.now() - settled.requestedAt : undefined }, 'turn ended here');
       // Settled: side work for the turn starts apart from it, unless the engine refused this worker's writes.
       if (!outbox.failure) await this.sideWork?.afterTurn(fold, outbox.lastSeq, proof);
     } catch (error) {
-      if (!(error instanceof TurnloomError && (error.code === 'fenced' || error.code === 'not_found'))) console.error(`turnloom worker ${this.workerId}: turn ${turnId} stopped`, error);
+      if (!(error instanceof TurnloomError && (error.code === 'fenced' || error.code === 'not_found'))) this.log.error({ ...errorFields(error), workerId: this.workerId, threadId, turnId }, 'turn stopped on an error');
     } finally {
       clearInterval(guard);
       live.close();

@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { LmdbStore } from '../../adapters/lmdbStore.ts';
 import type { CommitBatch, DomainEvent } from '../../domain/index.ts';
-import { project, emptyThreadView } from '../../services/engine/projector.ts';
+import { project, emptyThreadView } from '../../protocol/projector.ts';
 import { readAllReceipts } from '../support/engineFixture.ts';
 import { tempDir } from '../support/tempDir.ts';
 

@@ -5,7 +5,7 @@ import { isDeepStrictEqual } from 'node:util';
 import { NatsBus } from '../../bus/index.ts';
 import { type ThreadWatch, TurnloomClient } from '../../client/index.ts';
 import type { StoredEvent, ThreadView } from '../../domain/index.ts';
-import { rebuildView } from '../../services/engine/projector.ts';
+import { rebuildView } from '../../protocol/projector.ts';
 import { type CliProcess, runCli } from '../support/cliProcess.ts';
 import { startNatsServer } from '../support/natsServer.ts';
 import { startNatsCluster } from '../support/natsCluster.ts';

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { JSON_TYPE } from '../../bus/index.ts';
 import type { StoredEvent } from '../../domain/index.ts';
-import { rebuildView } from '../../services/engine/projector.ts';
+import { rebuildView } from '../../protocol/projector.ts';
 import { type ApiFixture, openApiFixture } from '../support/apiFixture.ts';
 import { turnEvents } from '../support/engineFixture.ts';
 

@@ -8,7 +8,7 @@ import { LmdbStore } from '../../adapters/lmdbStore.ts';
 import { JSON_TYPE, MSGPACK, NatsBus, decode, encode } from '../../bus/index.ts';
 import { TurnloomClient } from '../../client/index.ts';
 import { ScriptedProvider } from '../../adapters/providers/scriptedProvider.ts';
-import { decodeLiveBatch } from '../../services/runtime/liveBatch.ts';
+import { decodeLiveBatch } from '../../protocol/liveBatch.ts';
 import { type TurnloomServer, startTurnloomServer } from '../../services/turnloomServer.ts';
 import { Worker } from '../../services/worker/worker.ts';
 import { type CliProcess, runCli } from '../support/cliProcess.ts';

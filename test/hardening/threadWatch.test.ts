@@ -3,7 +3,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { LmdbStore } from '../../adapters/lmdbStore.ts';
 import { InProcessHub } from '../../bus/index.ts';
 import { TurnloomClient } from '../../client/index.ts';
-import type { LiveDelta } from '../../services/runtime/stepIngestion.ts';
+import type { LiveDelta } from '../../protocol/liveBatch.ts';
 import { ScriptedProvider } from '../../adapters/providers/scriptedProvider.ts';
 import { type TurnloomServer, startTurnloomServer } from '../../services/turnloomServer.ts';
 import { tempDir } from '../support/tempDir.ts';

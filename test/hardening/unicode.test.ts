@@ -3,8 +3,8 @@ import { ScriptedProvider } from '../../adapters/providers/scriptedProvider.ts';
 import { LmdbStore } from '../../adapters/lmdbStore.ts';
 import { InProcessHub, JSON_TYPE, MSGPACK } from '../../bus/index.ts';
 import { TurnloomClient } from '../../client/index.ts';
-import { decodeLiveBatch } from '../../services/runtime/liveBatch.ts';
-import type { LiveDelta } from '../../services/runtime/stepIngestion.ts';
+import { decodeLiveBatch } from '../../protocol/liveBatch.ts';
+import type { LiveDelta } from '../../protocol/liveBatch.ts';
 import { startTurnloomServer } from '../../services/turnloomServer.ts';
 import { tempDir } from '../support/tempDir.ts';
 

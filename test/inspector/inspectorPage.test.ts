@@ -7,7 +7,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { DomainEvent } from '../../domain/index.ts';
 import { MSGPACK } from '../../bus/index.ts';
 import { InspectorRelay } from '../../inspector/index.ts';
-import { encodeLiveBatch } from '../../services/runtime/liveBatch.ts';
+import { encodeLiveBatch } from '../../protocol/liveBatch.ts';
 import { type ApiFixture, openApiFixture } from '../support/apiFixture.ts';
 import { leaseByHand, turnEvents } from '../support/engineFixture.ts';
 import { chromiumPath, missingChromiumMessage } from '../support/chromium.ts';

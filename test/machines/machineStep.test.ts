@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import { type AnyMachineSnapshot, type AnyStateMachine, initialTransition, transition } from 'xstate';
 import { describe, expect, it } from 'vitest';
 import { lifecycleMachines, type LifecycleMachineName } from '../../machines/index.ts';
-import { restoreMachine, startMachine, stepMachine } from '../../services/machineStep.ts';
+import { restoreMachine, startMachine, stepMachine } from '../../machines/machineStep.ts';
 import { sampleEvents, sampleInputs } from './sampleEvents.ts';
 
 const names = Object.keys(lifecycleMachines) as LifecycleMachineName[];

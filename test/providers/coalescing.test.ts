@@ -1,9 +1,9 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { AnthropicProvider } from '../../adapters/providers/anthropicProvider.ts';
 import { type RecordedStreamServer, serveRecordedStream } from '../../adapters/providers/recordedStreamServer.ts';
-import { rebuildView } from '../../services/engine/projector.ts';
-import { decodeLiveBatch } from '../../services/runtime/liveBatch.ts';
-import type { LiveDelta } from '../../services/runtime/stepIngestion.ts';
+import { rebuildView } from '../../protocol/projector.ts';
+import { decodeLiveBatch } from '../../protocol/liveBatch.ts';
+import type { LiveDelta } from '../../protocol/liveBatch.ts';
 import { type ApiFixture, openApiFixture } from '../support/apiFixture.ts';
 
 /** An Anthropic stream of one text block arriving as `count` deltas of `size` characters. */

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { type LiveDelta, StepIngestion } from '../../services/runtime/stepIngestion.ts';
+import { StepIngestion } from '../../services/runtime/stepIngestion.ts';
+import type { LiveDelta } from '../../protocol/liveBatch.ts';
 
 function ingestion(options: { maxBufferChars?: number } = {}) {
   let now = 0;

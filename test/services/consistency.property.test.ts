@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { Command } from '../../services/engine/commands.ts';
 import { type DomainEvent, type ThreadView, TurnloomError, isOpenPart } from '../../domain/index.ts';
-import { stateName } from '../../services/strictSend.ts';
+import { stateName } from '../../machines/strictSend.ts';
 import { openEngineFixture, rebuildFromLog } from '../support/engineFixture.ts';
 
 /**

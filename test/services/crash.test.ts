@@ -3,7 +3,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { LmdbStore } from '../../adapters/lmdbStore.ts';
 import type { StoredEvent } from '../../domain/index.ts';
 import { Engine } from '../../services/engine/engine.ts';
-import { rebuildView } from '../../services/engine/projector.ts';
+import { rebuildView } from '../../protocol/projector.ts';
 import { CrashRepair } from '../../services/runtime/crashRepair.ts';
 import { readAllReceipts } from '../support/engineFixture.ts';
 import { spawnEngineChild } from '../support/spawnChild.ts';

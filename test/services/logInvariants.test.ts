@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { type DomainEvent, type Invariant, InvariantViolation, emptyCursor } from '../../domain/index.ts';
-import { advanceCursor } from '../../services/engine/logInvariants.ts';
+import { advanceCursor } from '../../domain/logInvariants.ts';
 import { type EngineFixture, createThread, openEngineFixture, record, startTurn, turnEvents } from '../support/engineFixture.ts';
 
 const t = turnEvents('t1');

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { LmdbStore } from '../../adapters/lmdbStore.ts';
 import { Engine } from '../../services/engine/engine.ts';
-import { rebuildView } from '../../services/engine/projector.ts';
+import { rebuildView } from '../../protocol/projector.ts';
 import { CrashRepair } from '../../services/runtime/crashRepair.ts';
 import { tempDir } from '../support/tempDir.ts';
 import { spawnEngineChild } from '../support/spawnChild.ts';

@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { DomainEvent } from '../../domain/index.ts';
 import { CrashRepair } from '../../services/runtime/crashRepair.ts';
-import { rebuildView } from '../../services/engine/projector.ts';
+import { rebuildView } from '../../protocol/projector.ts';
 import { type EngineFixture, createThread, openEngineFixture, record, startTurn, turnEvents } from '../support/engineFixture.ts';
 
 const t = turnEvents('t1');

@@ -5,7 +5,7 @@ import type { Subjects } from '../../bus/index.ts';
 import type { DomainEvent, Receipt } from '../../domain/index.ts';
 import type { Command } from '../../services/engine/commands.ts';
 import { Engine, type EngineOptions } from '../../services/engine/engine.ts';
-import { rebuildView } from '../../services/engine/projector.ts';
+import { rebuildView } from '../../protocol/projector.ts';
 import { tempDir } from './tempDir.ts';
 
 export interface EngineFixture {

@@ -2,8 +2,8 @@ import { setImmediate as nextCheckPhase } from 'node:timers/promises';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { InProcessHub, MSGPACK } from '../../bus/index.ts';
 import type { Bus } from '../../domain/index.ts';
-import { decodeLiveBatch } from '../../services/runtime/liveBatch.ts';
-import type { LiveDelta } from '../../services/runtime/stepIngestion.ts';
+import { decodeLiveBatch } from '../../protocol/liveBatch.ts';
+import type { LiveDelta } from '../../protocol/liveBatch.ts';
 import { LiveBatcher } from '../../services/worker/liveBatcher.ts';
 
 const SUBJECT = 'lb.v1.live.th1';

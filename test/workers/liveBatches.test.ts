@@ -1,8 +1,8 @@
 import { afterAll, describe, expect, inject, it } from 'vitest';
 import { ScriptedProvider } from '../../adapters/providers/scriptedProvider.ts';
 import { MSGPACK, encode } from '../../bus/index.ts';
-import { decodeLiveBatch } from '../../services/runtime/liveBatch.ts';
-import type { LiveDelta } from '../../services/runtime/stepIngestion.ts';
+import { decodeLiveBatch } from '../../protocol/liveBatch.ts';
+import type { LiveDelta } from '../../protocol/liveBatch.ts';
 import { type ApiFixture, openApiFixture } from '../support/apiFixture.ts';
 
 /** 300 different characters, so a delta out of order or twice changes the text. */

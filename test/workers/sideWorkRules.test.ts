@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { type CheckpointDiff, DEFAULT_ENVIRONMENT, type DomainEvent, defaultPermissions } from '../../domain/index.ts';
-import { rebuildView } from '../../services/engine/projector.ts';
+import { rebuildView } from '../../protocol/projector.ts';
 import { sideWorkDue } from '../../services/worker/sideWorkDue.ts';
 import { sideLineOf, sideWorkRequest } from '../../services/worker/sideWorkRequest.ts';
 import { turnEvents } from '../support/engineFixture.ts';

@@ -1,6 +1,11 @@
 import { z } from 'zod';
-import { idPattern } from '../../bus/subjects.ts';
-import { SYSTEM_COMMAND_PREFIX } from '../engine/commands.ts';
+import { idPattern } from '../bus/subjects.ts';
+
+/**
+ * Command ids the system makes up start with this, and a client's may not,
+ * so no client id can ever take a system command's receipt.
+ */
+export const SYSTEM_COMMAND_PREFIX = 'sys:';
 
 const id = z.string().regex(idPattern, 'must be 1-128 letters, digits, "_" or "-"');
 const commandId = z

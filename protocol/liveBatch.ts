@@ -1,6 +1,14 @@
-import { MSGPACK, type Subjects, decode, encode } from '../../bus/index.ts';
-import { type DomainEvent, TurnloomError } from '../../domain/index.ts';
-import type { LiveDelta } from './stepIngestion.ts';
+import { MSGPACK, type Subjects, decode, encode } from '../bus/index.ts';
+import { type DomainEvent, TurnloomError } from '../domain/index.ts';
+
+/** One delta on the ephemeral live channel: the typing effect, never stored. */
+export interface LiveDelta {
+  turnId: string;
+  step: number;
+  partId: string;
+  kind: 'text' | 'reasoning' | 'toolInput';
+  text: string;
+}
 
 const kinds: ReadonlySet<unknown> = new Set<LiveDelta['kind']>(['text', 'reasoning', 'toolInput']);
 

@@ -1,11 +1,10 @@
 import { createStore } from '@xstate/store';
-import { type BusMessage, type BusStatus, type BusSubscription, type StoredEvent, type ThreadView, type TurnView, TurnloomError } from '../domain/index.ts';
+import { type BusMessage, type BusStatus, type BusSubscription, type Logger, type StoredEvent, type ThreadView, type TurnView, TurnloomError, errorFields, silentLogger } from '../domain/index.ts';
 import { decode } from '../bus/index.ts';
-import { emptyThreadView, project, projectInto } from '../services/engine/projector.ts';
-import { MAX_CATCH_UP } from '../services/api/apiResults.ts';
-import { WATCH_KIND_HEADER } from '../services/api/threadWatches.ts';
-import { decodeLiveBatch } from '../services/runtime/liveBatch.ts';
-import type { LiveDelta } from '../services/runtime/stepIngestion.ts';
+import { emptyThreadView, project, projectInto } from './projector.ts';
+import { MAX_CATCH_UP, WATCH_KIND_HEADER } from './apiResults.ts';
+import { decodeLiveBatch } from './liveBatch.ts';
+import type { LiveDelta } from './liveBatch.ts';
 import type { ApiCaller } from './apiCaller.ts';
 
 export interface ThreadWatchContext {
@@ -36,6 +35,8 @@ export interface ThreadWatchOptions {
    * from the channel of the open turn's lease, as this view has it).
    */
   via?: 'api' | 'subjects';
+  /** Where a listener that threw or a garbled message is reported (default: nowhere). */
+  log?: Logger;
 }
 
 type LiveListener = (delta: LiveDelta) => void;
@@ -110,6 +111,7 @@ export class ThreadWatch {
   private poller: NodeJS.Timeout | undefined;
   private lastStatus: BusStatus = 'connected';
   private readonly via: 'api' | 'subjects';
+  private readonly log: Logger;
   private readonly liveListeners = new Set<LiveListener>();
   private liveSubscription: BusSubscription | undefined;
   private watchId: string | undefined;
@@ -121,6 +123,7 @@ export class ThreadWatch {
     this.threadId = threadId;
     this.pollMs = options.pollMs ?? 10_000;
     this.via = options.via ?? 'api';
+    this.log = options.log ?? silentLogger;
   }
 
   get context(): ThreadWatchContext {
@@ -213,7 +216,7 @@ export class ThreadWatch {
           listener(delta);
         } catch (error) {
           // One listener's mistake must not cost the others (or the rest of the batch) their deltas.
-          console.error('turnloom client: a live listener threw', error);
+          this.log.warn(errorFields(error), 'a live listener threw');
         }
       }
     }
@@ -224,7 +227,7 @@ export class ThreadWatch {
       this.enqueue({ kind: 'event', event: decode(message.data, 'application/msgpack') as StoredEvent });
     } catch (error) {
       // A garbled message is as good as a lost one: catch up from the log.
-      console.error(`turnloom client: undecodable event on ${message.subject}`, error);
+      this.log.warn({ ...errorFields(error), subject: message.subject }, 'an event that does not decode: catching up from the log');
       this.enqueue({ kind: 'catchUp' });
     }
   }

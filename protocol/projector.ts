@@ -1,10 +1,10 @@
-import { DEFAULT_ENVIRONMENT, type ApprovalView, type ContextView, type ProviderMessage, defaultPermissions, type DomainEvent, type PartView, type ThreadView, type TurnView, addUsage, childId, emptyCursor, queuedTurnView, recordedChanges, recordedDiff, waitingInput, zeroUsage } from '../../domain/index.ts';
-import { approvalMachine, partMachine, sessionMachine, turnMachine } from '../../machines/index.ts';
+import { DEFAULT_ENVIRONMENT, type ApprovalView, type ContextView, type ProviderMessage, defaultPermissions, type DomainEvent, type PartView, type ThreadView, type TurnView, addUsage, childId, emptyCursor, queuedTurnView, recordedChanges, recordedDiff, waitingInput, zeroUsage } from '../domain/index.ts';
+import { approvalMachine, partMachine, sessionMachine, turnMachine } from '../machines/index.ts';
 import type { AnyStateMachine, StateValue } from 'xstate';
-import { stateName } from '../strictSend.ts';
-import { type LifecycleState, advanceLifecycle, initialStateName } from './lifecycleState.ts';
-import { advanceCursor } from './logInvariants.ts';
-import { type Delivery, routeEvent } from './routeEvent.ts';
+import { stateName } from '../machines/strictSend.ts';
+import { type LifecycleState, advanceLifecycle, initialStateName } from '../machines/lifecycleState.ts';
+import { advanceCursor } from '../domain/logInvariants.ts';
+import { type Delivery, routeEvent } from '../machines/routeEvent.ts';
 
 /** What the projector needs of a committed event. */
 export interface ProjectedEvent {

@@ -1,5 +1,5 @@
-import type { ApprovalEvent, PartEvent, PartKind, SessionEvent, TurnEvent } from '../../machines/index.ts';
-import type { DomainEvent } from '../../domain/index.ts';
+import type { ApprovalEvent, PartEvent, PartKind, SessionEvent, TurnEvent } from './index.ts';
+import type { DomainEvent } from '../domain/index.ts';
 
 /**
  * One lifecycle event for one actor. `create` means the domain event brings

@@ -1,8 +1,44 @@
-import type { StartOutcome } from '../engine/turnQueue.ts';
-import type { CommandResult } from '../engine/commands.ts';
-import type { ApprovalView, CapturedTree, CheckpointDiff, FileChanges, StoredEvent, ThreadSummary, ThreadView, TurnView } from '../../domain/index.ts';
-import type { WorkerInfo } from '../dispatch/workerRegistry.ts';
+import type { ApprovalView, CapturedTree, CheckpointDiff, FileChanges, Refusal, StoredEvent, ThreadSummary, ThreadView, TurnView } from '../domain/index.ts';
 import type { ApiMethod } from './apiSchemas.ts';
+
+/** The answer to an accepted command; a rejected one is an `{ error }`. */
+export interface CommandResult {
+  commandId: string;
+  threadId: string;
+  /** Per-thread sequence range written by this command (empty when `toThreadSeq < fromThreadSeq`). */
+  fromThreadSeq: number;
+  toThreadSeq: number;
+  /** Events the machines refused and that were recorded as diagnostics instead (turn.record). */
+  diagnostics: number;
+  /** Which events those were, and why: the answer per event a worker gets. */
+  refused: Refusal[];
+}
+
+/** What became of a `turn.start`: the answer a client gets, read from the events the command wrote (so a retry gets the same). */
+export type StartOutcome =
+  | { inbox: 'started'; turnId: string }
+  | { inbox: 'queued'; turnId: string; interrupted: string | null }
+  | { inbox: 'steered'; turnId: string; inputId: string };
+
+/** A worker as the engine knows it from its heartbeats (`worker.list`). */
+export interface WorkerInfo {
+  workerId: string;
+  environment: string;
+  workspace: string | null;
+  host: string;
+  pid: number;
+  startTicks: number | null;
+  capacity: number;
+  /** Turns it said it runs, at its last heartbeat. */
+  runningTurns: number;
+  firstSeen: number;
+  lastHeartbeat: number;
+  /** Heard from within the lease timeout. */
+  live: boolean;
+}
+
+/** How a watched thread's messages are marked on the watcher's inbox: `event` (with `turnloom-seq`) or `live`. */
+export const WATCH_KIND_HEADER = 'turnloom-kind';
 
 /** What every mutating method answers: the command's id and the events it wrote. */
 export interface MutationResult extends CommandResult {

@@ -1,4 +1,6 @@
-import { type DomainEvent, type Invariant, InvariantViolation, type LogCursor } from '../../domain/index.ts';
+import type { DomainEvent } from './domainEvents.ts';
+import { type Invariant, InvariantViolation } from './errors.ts';
+import type { LogCursor } from './logCursor.ts';
 
 
 /** Events that settle a part: after one of these the part takes no more events. */

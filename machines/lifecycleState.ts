@@ -1,6 +1,6 @@
 import type { AnyStateMachine, StateValue } from 'xstate';
-import { startMachine, stepMachine } from '../machineStep.ts';
-import { stateName } from '../strictSend.ts';
+import { startMachine, stepMachine } from './machineStep.ts';
+import { stateName } from './strictSend.ts';
 
 function parseStateName(name: string): StateValue {
   const [head, ...rest] = name.split('.');

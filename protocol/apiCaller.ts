@@ -1,6 +1,7 @@
 import type { Subjects } from '../bus/index.ts';
 import type { Bus } from '../domain/index.ts';
-import type { ApiMethod, ApiParamsIn, ApiResults } from '../services/api/index.ts';
+import type { ApiMethod, ApiParamsIn } from './apiSchemas.ts';
+import type { ApiResults } from './apiResults.ts';
 
 /** What a thread watch needs of a client: its bus and subjects, and typed API calls. */
 export interface ApiCaller {

@@ -1,0 +1,11 @@
+export { apiMethods, apiParams, isApiMethod, SYSTEM_COMMAND_PREFIX } from './apiSchemas.ts';
+export type { ApiMethod, ApiParams, ApiParamsIn } from './apiSchemas.ts';
+export { EVENT_ENVELOPE_BYTES, MAX_CATCH_UP, WATCH_KIND_HEADER } from './apiResults.ts';
+export type { ApiResult, ApiResults, CommandResult, MutationResult, PendingApproval, StartOutcome, WireEvent, WorkerInfo } from './apiResults.ts';
+export { decodeLiveBatch, encodeLiveBatch, LeaseLive } from './liveBatch.ts';
+export type { LiveDelta } from './liveBatch.ts';
+export { emptyThreadView, project, projectInto, rebuildView } from './projector.ts';
+export type { ProjectedEvent } from './projector.ts';
+export { ThreadWatch } from './threadWatch.ts';
+export type { ThreadWatchContext, ThreadWatchOptions } from './threadWatch.ts';
+export type { ApiCaller } from './apiCaller.ts';
