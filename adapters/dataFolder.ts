@@ -49,7 +49,7 @@ const reasons: Record<string, string> = {
 };
 
 const unusable = (path: string, why: string) =>
-  new TurnloomError('invalid_payload', `cannot use ${path} as the data folder: ${why}; pass a writable folder with --data`, { path, reason: why });
+  new TurnloomError('invalid_payload', `cannot use ${path} as the data folder: ${why}; choose a folder this user can write`, { path, reason: why });
 
 const reasonOf = (error: unknown) => {
   const code = (error as NodeJS.ErrnoException).code ?? '';

@@ -12,7 +12,7 @@ export class DataFolderLocked extends TurnloomError {
   constructor(path: string, holder: ProcessIdentity) {
     super(
       'conflict',
-      `data folder ${path} is in use by another turnloom process (pid ${holder.pid} on ${holder.host}, since ${new Date(holder.since).toISOString()}); stop it first or pass another --data folder`,
+      `data folder ${path} is in use by another turnloom process (pid ${holder.pid} on ${holder.host}, since ${new Date(holder.since).toISOString()}); stop it first, or use another data folder`,
       { path, holder },
     );
     this.name = 'DataFolderLocked';

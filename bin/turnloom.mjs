@@ -7,7 +7,7 @@ import { fileURLToPath } from 'node:url';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const built = `${root}dist/cli/main.js`;
-const sourceDirs = ['domain', 'machines', 'protocol', 'services', 'adapters', 'bus', 'client', 'inspector', 'cli'];
+const sourceDirs = ['domain', 'machines', 'protocol', 'lib', 'services', 'adapters', 'bus', 'client', 'inspector', 'cli'];
 
 function newestSource(dir) {
   let newest = 0;

@@ -1,8 +1,8 @@
 import { statSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { Checkpoints } from '../adapters/git/index.ts';
-import { WorkspaceTools } from '../adapters/tools/index.ts';
 import type { CheckpointSetting, WorkerOptions } from '../services/worker/index.ts';
+import { openWorkspace } from '../services/worker/openWorkspace.ts';
 import { UsageError } from './cliErrors.ts';
 import { dataHome, defaultDataFolder } from './dataHome.ts';
 
@@ -43,16 +43,14 @@ const isolationWarning = (reason: string): string =>
 export async function workspaceSetup(command: string, option: string, dir: string, dataDir: string | null, secretFiles: readonly string[] = []): Promise<WorkspaceSetup> {
   const workspace = resolve(dir);
   if (!statSync(workspace, { throwIfNoEntry: false })?.isDirectory()) throw new UsageError(`${command}: ${option} ${workspace} is not a folder`);
-  const store = await Checkpoints.open(workspace, { exclude: dataDir === null ? [] : [dataDir] });
-  const checkpoints: CheckpointSetting = store ? { store } : { off: `${workspace} is not a git repository: turns run without checkpoints, and cannot be undone` };
-  const tools = new WorkspaceTools({ root: workspace, hiddenPaths: [dataHome(), ...(dataDir === null ? [] : [dataDir]), ...secretFiles.map((file) => resolve(file))] });
-  const isolation = await tools.isolation();
+  const opened = await openWorkspace(workspace, { exclude: dataDir === null ? [] : [dataDir], hide: [dataHome(), ...(dataDir === null ? [] : [dataDir]), ...secretFiles] });
+  const checkpointsOn = 'store' in opened.checkpoints;
   return {
     workspace,
-    project: store?.root ?? workspace,
-    tools,
-    checkpoints,
-    summary: store ? `workspace ${workspace} (git checkpoints on)` : `workspace ${workspace} (not a git repository: no checkpoints)`,
-    isolationWarning: isolation.isolated ? null : isolationWarning(isolation.reason),
+    project: opened.project,
+    tools: opened.tools,
+    checkpoints: opened.checkpoints,
+    summary: checkpointsOn ? `workspace ${workspace} (git checkpoints on)` : `workspace ${workspace} (not a git repository: no checkpoints)`,
+    isolationWarning: opened.isolation.isolated ? null : isolationWarning(opened.isolation.reason),
   };
 }

@@ -2,6 +2,7 @@ import { type Bus, type ErrorBody, TurnloomError } from '../domain/index.ts';
 import { type ContentType, MSGPACK, type Subjects, decode, encode, subjects as subjectsFor } from '../bus/index.ts';
 import type { ApiMethod, ApiParamsIn, ApiResults } from '../protocol/index.ts';
 import type { ApiCaller } from '../protocol/apiCaller.ts';
+import { type ApprovalDecision, type StartTurnOptions, TurnHandle } from './turnHandle.ts';
 import { ThreadWatch, type ThreadWatchOptions } from '../protocol/threadWatch.ts';
 
 export interface ClientOptions {
@@ -48,6 +49,25 @@ export class TurnloomClient implements ApiCaller {
     const headers: Record<string, string> = { 'content-type': contentType };
     if (this.options.token) headers.authorization = `Bearer ${this.options.token}`;
     return { contentType, headers };
+  }
+
+  /**
+   * Starts a turn (in a new thread unless `threadId` names one) and follows
+   * it: its text as it is typed, its changes, approvals to answer, and
+   * `done`, the settled turn (see `TurnHandle`).
+   */
+  startTurn(options: StartTurnOptions): Promise<TurnHandle> {
+    return TurnHandle.start(this, options);
+  }
+
+  /** Answers an approval of a thread. */
+  answerApproval(threadId: string, approvalId: string, decision: ApprovalDecision, note?: string): Promise<ApiResults['approval.respond']> {
+    return this.call('approval.respond', { threadId, approvalId, decision: decision === 'approve' ? 'once' : decision, ...(note === undefined ? {} : { note }) });
+  }
+
+  /** Asks a thread's open turn (or the named one) to stop. */
+  interrupt(threadId: string, turnId?: string, reason?: string): Promise<ApiResults['turn.interrupt']> {
+    return this.call('turn.interrupt', { threadId, ...(turnId === undefined ? {} : { turnId }), ...(reason === undefined ? {} : { reason }) });
   }
 
   /** A live, self-healing view of one thread (see `ThreadWatch`). */

@@ -11,6 +11,7 @@ const allowed: Record<string, readonly string[]> = {
   machines: ['domain', 'machines'],
   bus: ['domain', 'bus'],
   protocol: ['domain', 'machines', 'bus', 'protocol'],
+  lib: ['domain', 'machines', 'bus', 'protocol', 'adapters', 'services', 'client', 'lib'],
   adapters: ['domain', 'bus', 'adapters'],
   services: ['domain', 'machines', 'bus', 'protocol', 'adapters', 'services'],
   client: ['domain', 'bus', 'protocol', 'client'],
@@ -103,6 +104,16 @@ describe('the layers', () => {
           .flatMap((line, index) => (/\bconsole\.(log|error|warn|info|debug|trace)\(/.test(line) ? [`${file}:${index + 1}`] : [])),
       );
     expect(printing).toEqual([]);
+  });
+
+  it('library errors name library options, never a command-line flag', () => {
+    const library = ['domain', 'machines', 'bus', 'protocol', 'adapters', 'services', 'client', 'inspector', 'lib'];
+    // The command line's own flags, in the text of library code (comments aside): an embedder never typed them.
+    const flagInMessage = /^(?!\s*(?:\/\/|\*|\/\*)).*['`"][^'`"]*\s--(?:data|prefix|nats|nats-user|nats-creds|port|workspace|auth|script|inspect|lease-timeout|approval-timeout|max-payload|mode|approve|cwd|provider|model|thread|continue|id|env|concurrency|context-window|replicas|cluster|log-format|log-level|inbox-prefix)\b/;
+    const offending = [...graph.keys()]
+      .filter((file) => library.includes(file.split('/')[0]!))
+      .flatMap((file) => readFileSync(join(root, file), 'utf8').split('\n').flatMap((line, index) => (flagInMessage.test(line) ? [`${file}:${index + 1}: ${line.trim()}`] : [])));
+    expect(offending).toEqual([]);
   });
 
   it('the check itself sees a cycle and an upward import when there is one', () => {

@@ -18,7 +18,12 @@ export interface CliProcess {
 }
 
 export function runCli(args: string[], options: { cwd?: string; env?: Record<string, string> } = {}): CliProcess {
-  const child = spawn(process.execPath, [bin, ...args], { cwd: options.cwd, env: { ...process.env, ...options.env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  return runNode(bin, args, options);
+}
+
+/** Any node program (a script, an installed command) in its own process, followed like `runCli`'s. */
+export function runNode(program: string, args: string[], options: { cwd?: string; env?: Record<string, string> } = {}): CliProcess {
+  const child = spawn(process.execPath, [program, ...args], { cwd: options.cwd, env: { ...process.env, ...options.env }, stdio: ['ignore', 'pipe', 'pipe'] });
   running.add(child);
   let output = '';
   child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));

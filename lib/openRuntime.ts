@@ -1,0 +1,91 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { LmdbStore } from '../adapters/lmdbStore.ts';
+import { ScriptedProvider } from '../adapters/providers/scriptedProvider.ts';
+import { InProcessHub } from '../bus/index.ts';
+import { TurnloomClient } from '../client/turnloomClient.ts';
+import type { Logger, ProviderAdapter, ProviderChoice } from '../domain/index.ts';
+import { type TurnloomServer, startTurnloomServer } from '../services/turnloomServer.ts';
+import type { TurnHooks } from '../services/worker/turnHooks.ts';
+import { openWorkspace } from '../services/worker/openWorkspace.ts';
+
+export interface RuntimeOptions {
+  /** Where threads are kept (an LMDB folder, made when missing). Left out: a temporary folder, removed by `close()`. */
+  data?: string;
+  /** The folder the agent works in: its tools, and its checkpoints when it is a git repository. Left out: no workspace (a tool call fails, saying so). */
+  workspace?: string;
+  /** Providers by name (default: `{ scripted }`, which answers without a key). */
+  providers?: Record<string, ProviderAdapter>;
+  /** The provider a turn runs on when it names none (default: the first of `providers`). */
+  defaultProvider?: ProviderChoice;
+  /** Extension hooks of the local worker (see `turnloom/worker`). */
+  hooks?: TurnHooks;
+  /** An approval nobody answers expires after this long (default: never). */
+  approvalTimeoutMs?: number;
+  /** Where the runtime says what happens; default: nowhere. */
+  log?: Logger;
+}
+
+/** An engine, its API and a worker in this process, and a client of them. */
+export interface Runtime {
+  /** A client of the runtime's API: `startTurn`, `answerApproval`, `interrupt`, and every API method through `call`. */
+  client: TurnloomClient;
+  /** The engine's server, for what the client does not reach (its engine, its worker). */
+  server: TurnloomServer;
+  /** Where its threads are kept. */
+  data: string;
+  /** Stops the worker (settling its turns), the API and the engine, closes the store, and removes a temporary data folder. */
+  close(): Promise<void>;
+}
+
+/**
+ * Opens everything one process needs to run turns: an LMDB store, the
+ * in-process bus, the engine with its API, and a worker with the
+ * workspace's tools, all closed again by `close()`.
+ */
+export async function openRuntime(options: RuntimeOptions = {}): Promise<Runtime> {
+  const temporary = options.data === undefined ? mkdtempSync(join(tmpdir(), 'turnloom-runtime-')) : null;
+  const data = options.data ?? temporary!;
+  const removeTemporary = () => {
+    if (temporary) rmSync(temporary, { recursive: true, force: true });
+  };
+  const providers = options.providers ?? { scripted: new ScriptedProvider() };
+  const first = Object.keys(providers)[0];
+  if (first === undefined) throw new TypeError('openRuntime: `providers` names no provider');
+  let store: LmdbStore;
+  try {
+    store = LmdbStore.open(data);
+  } catch (error) {
+    removeTemporary();
+    throw error;
+  }
+  try {
+    const workspace = options.workspace === undefined ? null : await openWorkspace(options.workspace, { exclude: [data], hide: [data] });
+    const bus = new InProcessHub(options.log).connect();
+    const server = await startTurnloomServer({
+      bus,
+      store,
+      providers,
+      defaultProvider: options.defaultProvider ?? { name: first, model: null },
+      ...(workspace ? { localWorker: { workspace: workspace.root, tools: workspace.tools, checkpoints: workspace.checkpoints, ...(options.hooks ? { hooks: options.hooks } : {}) } } : options.hooks ? { localWorker: { hooks: options.hooks } } : {}),
+      ...(options.approvalTimeoutMs === undefined ? {} : { approvalTimeoutMs: options.approvalTimeoutMs }),
+      ...(options.log ? { log: options.log } : {}),
+    });
+    const client = new TurnloomClient(bus);
+    return {
+      client,
+      server,
+      data,
+      close: async () => {
+        await server.stop();
+        await bus.close();
+        removeTemporary();
+      },
+    };
+  } catch (error) {
+    await store.close().catch(() => undefined);
+    removeTemporary();
+    throw error;
+  }
+}

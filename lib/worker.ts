@@ -1,0 +1,11 @@
+// `turnloom/worker`: run turns for an engine elsewhere (over NATS), in a workspace of this machine, with extension hooks.
+export { Worker } from '../services/worker/worker.ts';
+export type { WorkerOptions } from '../services/worker/worker.ts';
+export { openWorkspace } from '../services/worker/openWorkspace.ts';
+export type { Workspace, WorkspaceOptions } from '../services/worker/openWorkspace.ts';
+export { CompactionRefused, HookFailed, TurnRejected } from '../services/worker/turnHooks.ts';
+export type { HookContext, NamedHook, PreStepDecision, PreStepHook, RequestErrorHook, RequestHook, TurnHooks, TurnStoppingHook } from '../services/worker/turnHooks.ts';
+export { NatsBus } from '../bus/natsBus.ts';
+export type { ProviderAdapter, ProviderRequest, ProviderMessage, ToolSpec, ToolExecutor } from '../domain/providerAdapter.ts';
+export type { ProviderChoice } from '../domain/domainEvents.ts';
+export type { Logger, LogFields } from '../domain/logger.ts';
