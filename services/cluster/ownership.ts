@@ -96,7 +96,11 @@ export class Ownership {
   private async attemptTake(threadId: string, gone: string | undefined): Promise<boolean> {
     for (let attempt = 0; attempt < TAKE_ATTEMPTS; attempt++) {
       const seen = await this.bucket.get(threadId);
-      if (seen !== null && seen.value !== this.engineId && seen.value !== gone && this.membership.isLive(seen.value)) return false;
+      if (seen !== null && seen.value !== this.engineId && seen.value !== gone && this.membership.isLive(seen.value)) {
+        // The directory may not have heard of that owner yet: it has now, so the request goes there.
+        if ((this.owners.get(threadId)?.revision ?? 0) < seen.revision) this.owners.set(threadId, seen);
+        return false;
+      }
       // Named after this engine already (a run before this one, or before its membership lapsed): taken anew all the same, fence and all.
       const revision = seen === null ? await this.bucket.create(threadId, this.engineId) : await this.bucket.update(threadId, this.engineId, seen.revision);
       if (revision === null) continue;

@@ -93,7 +93,16 @@ export class RequestRouter {
       this.counts.servedHere += 1;
       return serve(message);
     };
-    if (placement.holds(threadId) || hops >= 2) return here();
+    if (placement.holds(threadId)) return here();
+    const read = addressed.kind === 'api' && readMethods.has(addressed.method as ApiMethod);
+    if (hops >= 2) {
+      // Passed on twice and still not at its owner (ownership is moving): a read is served from this copy, a write is asked again.
+      if (read) {
+        await placement.catchUp(threadId);
+        return here();
+      }
+      return this.answer(answerTo, new TurnloomError('unavailable', `thread ${threadId} is changing hands between engines; try again`, { threadId }));
+    }
     const owner = placement.liveOwnerOf(threadId);
     if (owner !== null && owner !== placement.engineId) {
       const gone = await this.forward(owner, message, hops, answerTo);
@@ -105,7 +114,7 @@ export class RequestRouter {
       if (await placement.take(threadId, owner)) return here();
       return this.routeTo(threadId, addressed, serve, hops + 1, answerTo);
     }
-    if (addressed.kind === 'api' && readMethods.has(addressed.method as ApiMethod)) {
+    if (read) {
       await placement.catchUp(threadId);
       return here();
     }
@@ -170,12 +179,15 @@ export class RequestRouter {
       return false;
     } catch (error) {
       if (error instanceof BusError && error.kind === 'no_responders') return true;
-      const failure = error instanceof TurnloomError ? error : new TurnloomError('unavailable', `engine ${owner} did not answer: ${String(error)}`);
-      this.bus.publish(answerTo, encode({ error: failure.toJSON() }, 'application/json'), { headers: { 'content-type': 'application/json' } });
+      this.answer(answerTo, error instanceof TurnloomError ? error : new TurnloomError('unavailable', `engine ${owner} did not answer: ${String(error)}`));
       return false;
     } finally {
       clearInterval(checker);
     }
+  }
+
+  private answer(answerTo: string, error: TurnloomError): void {
+    this.bus.publish(answerTo, encode({ error: error.toJSON() }, 'application/json'), { headers: { 'content-type': 'application/json' } });
   }
 
   /**

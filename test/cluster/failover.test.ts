@@ -169,7 +169,7 @@ describe('engines as a cluster', () => {
     expect(leader).toBeDefined();
     await leader!.kill();
     const { turn } = await untilSettled(api, threadId, turnId, 90_000);
-    expect(turn.state).toBe('completed');
+    expect(turn.state, `${turn.error}\n${turn.activities.map((activity) => `${activity.kind}: ${activity.message}`).join('\n')}`).toBe('completed');
     expect(await textOf(api, threadId, turnId)).toBe(longText);
     await checkLog(api, threadId);
     expect(await c.streamLeader()).not.toBe(leader!.name);
