@@ -3,6 +3,7 @@ import { hostname } from 'node:os';
 import { InProcessHub, NatsBus, subjects } from '../bus/index.ts';
 import { ClusterNode } from '../services/cluster/index.ts';
 import { cliLogger, logArgOptions, logSettings, logUsage } from './cliLogger.ts';
+import { startTelemetry } from './telemetry.ts';
 import { type AuthConfig, DEFAULT_MAX_PAYLOAD, authConfigSchema } from '../services/api/index.ts';
 import { type TurnloomServer, VERSION, startTurnloomServer } from '../services/turnloomServer.ts';
 import type { InspectorRelay } from '../inspector/index.ts';
@@ -127,6 +128,7 @@ export async function serveCommand(args: string[]): Promise<number> {
   const workspace = values['no-worker'] ? null : await workspaceSetup('serve', '--workspace', values.workspace ?? '.', dataDir, secretFiles);
 
   // Then the resources, each closed again if a later one fails.
+  const telemetry = await startTelemetry('turnloom-serve');
   const store = openStore(dataDir);
   let bus: Bus | undefined;
   let server: TurnloomServer | undefined;
@@ -166,6 +168,7 @@ export async function serveCommand(args: string[]): Promise<number> {
     await server?.stop().catch(() => {});
     await bus?.close().catch(() => {});
     await store.close().catch(() => {});
+    await telemetry.stop();
     throw error;
   }
 
@@ -182,6 +185,7 @@ export async function serveCommand(args: string[]): Promise<number> {
     console.log(`  auth: ${auth ? `${Object.keys(auth.tokens).length} tokens` : 'open (every caller has every scope)'}`);
     for (const warning of nats?.warnings ?? []) console.warn(`  ${warning}`);
     if (relay) console.log(`  inspector: ${relay.pageUrl}`);
+    if (telemetry.enabled) console.log('  telemetry: traces and metrics over OTLP/HTTP (OTEL_* variables)');
     if (nats && !auth) console.warn('  warning: no --auth file, so anyone who can reach this NATS server can do anything');
 
     await untilSignal('finishing requests in flight, settling running turns, closing the store…');
@@ -189,6 +193,7 @@ export async function serveCommand(args: string[]): Promise<number> {
     await server.stop();
   } finally {
     await bus.close();
+    await telemetry.stop();
   }
   console.log('stopped');
   return 0;

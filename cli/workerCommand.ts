@@ -5,6 +5,7 @@ import { checkInboxPrefix, checkPrefix, natsArgOptions, connectNats, natsSetting
 import { providersFromEnvironment } from './providerRegistry.ts';
 import { untilSignal } from './untilSignal.ts';
 import { cliLogger, logArgOptions, logSettings, logUsage } from './cliLogger.ts';
+import { startTelemetry } from './telemetry.ts';
 import { workspaceSetup } from './workspaceSetup.ts';
 
 export const workerUsage = `turnloom worker --nats URL --workspace DIR [options]   run turns for an engine elsewhere
@@ -57,7 +58,11 @@ export async function workerCommand(args: string[]): Promise<number> {
   const setup = await providersFromEnvironment(process.env, values.script);
   const nats = natsSettings(values.nats, { user: values['nats-user'], credsFile: values['nats-creds'], env: process.env });
 
-  const bus = await connectNats(nats, `turnloom-worker${values.id ? `-${values.id}` : ''}`, inboxPrefix, log);
+  const telemetry = await startTelemetry('turnloom-worker');
+  const bus = await connectNats(nats, `turnloom-worker${values.id ? `-${values.id}` : ''}`, inboxPrefix, log).catch(async (error: unknown) => {
+    await telemetry.stop();
+    throw error;
+  });
   try {
     const worker = await new Worker({
       bus,
@@ -74,12 +79,14 @@ export async function workerCommand(args: string[]): Promise<number> {
     }).start();
     console.log(`turnloom worker ${worker.workerId} on ${nats.display}, environment ${worker.environment}, ${workspace.summary}`);
     console.log(`  ${setup.summary}`);
+    if (telemetry.enabled) console.log('  telemetry: traces and metrics over OTLP/HTTP (OTEL_* variables)');
     if (workspace.isolationWarning) console.warn(`  ${workspace.isolationWarning}`);
     for (const warning of nats.warnings) console.warn(`  ${warning}`);
     await untilSignal('settling running turns…');
     await worker.stop();
   } finally {
     await bus.close();
+    await telemetry.stop();
   }
   console.log('stopped');
   return 0;

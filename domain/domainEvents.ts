@@ -75,6 +75,8 @@ export type DomainEvent =
       provider: ProviderChoice;
       /** This run's permission mode, when it is not the thread's. */
       mode: PermissionMode | null;
+      /** The trace the turn belongs to (a W3C traceparent), when it was started in one: the spans of whoever runs it join it. */
+      trace?: string;
     }
   /**
    * A turn accepted while another is open (`whileRunning: queue`, or
@@ -88,6 +90,7 @@ export type DomainEvent =
       provider: ProviderChoice;
       mode: PermissionMode | null;
       place: 'back' | 'front';
+      trace?: string;
     }
   /** Input for the open turn while it runs (`whileRunning: steer`): it waits in the turn's inbox for the next step boundary. */
   | { type: 'input.steered'; turnId: string; inputId: string; text: string }

@@ -84,6 +84,8 @@ export interface TurnView {
   leases: number;
   /** This run's permission mode, when it is not the thread's. */
   mode: PermissionMode | null;
+  /** The trace it runs in (a W3C traceparent), when it was started in one. Absent in turns recorded before traces. */
+  trace?: string | null;
   /** The work tree before its first change and after it; `null` when it changed nothing (or nothing could be captured). */
   checkpoint: TurnCheckpoint | null;
   /** Seq of the revert that undid it: the model no longer sees it. */

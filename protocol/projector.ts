@@ -72,6 +72,7 @@ function newTurn(event: Extract<DomainEvent, { type: 'turn.requested' }>, at: nu
     revertedAt: null,
     summary: null,
     mode: event.mode,
+    trace: event.trace ?? null,
     requestedAt: at,
     startedAt: null,
     endedAt: null,

@@ -1,5 +1,6 @@
 import { type Bus, type Logger, type ProviderAdapter, type ProviderChoice, type ReplicaStore, type ThreadStore, TurnloomError, silentLogger } from '../domain/index.ts';
 import { logCommittedEvents } from './api/eventLog.ts';
+import { TurnTelemetry } from './api/turnTelemetry.ts';
 import { isAlive } from '../adapters/processIdentity.ts';
 import { type Subjects, subjects as subjectsFor } from '../bus/index.ts';
 import { ApiServer, type AuthConfig, Authenticator, DEFAULT_MAX_PAYLOAD, ThreadWatches, type ThreadWatchesOptions, eventLimitFor, publishCommittedEvents, publishInspections } from './api/index.ts';
@@ -88,10 +89,12 @@ export async function startTurnloomServer(options: TurnloomServerOptions): Promi
   const unpublishEvents = publishCommittedEvents(engine, options.bus, subjects, log);
   const unpublishInspections = publishInspections(engine, options.bus, subjects, log);
   const unlog = logCommittedEvents(engine, log);
+  const telemetry = new TurnTelemetry(engine);
   const unpublish = () => {
     unpublishEvents();
     unpublishInspections();
     unlog();
+    telemetry.stop();
   };
   // In a cluster a watch is renewed often, so one lost with its engine comes back on the thread's new owner within seconds.
   const watches = new ThreadWatches(options.bus, subjects, { ...(cluster ? { ttlMs: 6_000, cluster: true } : {}), log, ...options.watches }).start(engine);
@@ -123,6 +126,7 @@ export async function startTurnloomServer(options: TurnloomServerOptions): Promi
       maxPayloadBytes,
       version: VERSION,
       log,
+      telemetry,
       ...(cluster ? { cluster: { router: cluster.router, health: () => ({ ...cluster.health() }) } } : {}),
     });
     if (cluster) {

@@ -1,7 +1,7 @@
 /** Words that name a secret wherever they stand in a variable's name: `PGPASSWORD`, `GITHUB_TOKEN`, `GOOGLE_APPLICATION_CREDENTIALS`. */
 const secretWords = /PASSWORD|PASSWD|PASSPHRASE|SECRET|TOKEN|CREDENTIAL|API_?KEY/i;
-/** `_`-separated parts that name a secret: `DEPLOY_KEY`, `GITHUB_PAT`, `MYSQL_PWD`, `NATS_PASS`, `SSH_AUTH_SOCK`, `SENTRY_DSN`. */
-const secretParts = new Set(['KEY', 'PAT', 'PWD', 'PASS', 'AUTH', 'CREDS', 'DSN', 'PRIVATE', 'ASKPASS', 'COOKIE']);
+/** `_`-separated parts that name a secret: `DEPLOY_KEY`, `GITHUB_PAT`, `MYSQL_PWD`, `NATS_PASS`, `SSH_AUTH_SOCK`, `SENTRY_DSN`, `OTEL_EXPORTER_OTLP_HEADERS` (an exporter's API key). */
+const secretParts = new Set(['KEY', 'PAT', 'PWD', 'PASS', 'AUTH', 'CREDS', 'DSN', 'PRIVATE', 'ASKPASS', 'COOKIE', 'HEADERS']);
 /** The runtime's own settings and credentials, and whole families whose every variable selects credentials. */
 const reservedPrefix = /^(OPENAI|ANTHROPIC|TURNLOOM|NATS|AWS)_/i;
 /** `scheme://user:password@host`, in any variable (`DATABASE_URL`, `HTTPS_PROXY`). */

@@ -13,6 +13,7 @@ import type { Principal, Scope } from './auth.ts';
 import { decodeCursor, decodePosition, encodeCursor, takePage } from './paging.ts';
 import type { ThreadWatches } from './threadWatches.ts';
 import { olderTurns, threadWindow } from './threadWindow.ts';
+import type { TurnTelemetry } from './turnTelemetry.ts';
 
 export interface ApiContext {
   engine: Engine;
@@ -30,6 +31,10 @@ export interface ApiContext {
   service: { name: string; version: string; instance: string; startedAt: number };
   /** In a cluster: what `health` shows of it (engines, owned threads, the log). */
   cluster?: () => Record<string, unknown>;
+  /** Traces and metrics of turns (see `turnTelemetry.ts`). */
+  telemetry?: TurnTelemetry;
+  /** The trace the request came in (its `traceparent` header). */
+  traceparent?: string;
 }
 
 
@@ -175,7 +180,7 @@ export const apiHandlers: { [M in ApiMethod]: Handler<M> } = {
   },
   'turn.start': {
     scope: 'operate',
-    handle: async ({ engine, principal, defaultProvider, providers }, params) => {
+    handle: async ({ engine, principal, defaultProvider, providers, telemetry, traceparent }, params) => {
       requireThread(engine, principal, params.threadId);
       if (params.provider && providers && !providers.includes(params.provider.name)) {
         throw new TurnloomError('invalid_payload', `unknown provider "${params.provider.name}"; this server runs ${providers.join(', ')}`, {
@@ -185,21 +190,32 @@ export const apiHandlers: { [M in ApiMethod]: Handler<M> } = {
       }
       const commandId = commandIdOf(params);
       const turnId = params.turnId ?? derivedId('turn', commandId);
-      const result = await engine.submit(
-        {
-          type: 'turn.start',
-          commandId,
-          threadId: params.threadId,
-          turnId,
-          input: params.input,
-          provider: params.provider ?? defaultProvider,
-          mode: params.mode ?? null,
-          ...(params.whileRunning ? { whileRunning: params.whileRunning } : {}),
-        },
-        idOrigin(params),
-      );
+      const trace = telemetry?.startTurn(params.threadId, turnId, traceparent);
+      let result;
+      try {
+        result = await engine.submit(
+          {
+            type: 'turn.start',
+            commandId,
+            threadId: params.threadId,
+            turnId,
+            input: params.input,
+            provider: params.provider ?? defaultProvider,
+            mode: params.mode ?? null,
+            ...(params.whileRunning ? { whileRunning: params.whileRunning } : {}),
+            ...(trace ? { trace } : {}),
+          },
+          idOrigin(params),
+        );
+      } catch (error) {
+        telemetry?.noTurn(params.threadId, turnId, error instanceof Error ? error.message : String(error), true);
+        throw error;
+      }
       const written = engine.readEvents(params.threadId, result.fromThreadSeq - 1, result.toThreadSeq - result.fromThreadSeq + 1).map(({ event }) => event);
-      return { ...result, ...startOutcome(written, turnId) };
+      const outcome = startOutcome(written, turnId);
+      // A retry answered from its receipt made no turn now; input steered into the open turn is no turn of its own.
+      if (outcome.inbox === 'steered' || written.length === 0) telemetry?.noTurn(params.threadId, turnId, outcome.inbox);
+      return { ...result, ...outcome };
     },
   },
   'turn.interrupt': {

@@ -11,6 +11,8 @@ import { EngineClaim } from './engineClaim.ts';
 import { Inflight, answerRequest, parseParams } from './requestReply.ts';
 import type { ThreadWatches } from './threadWatches.ts';
 import { type EndpointStats, serveDiscovery } from './serviceDiscovery.ts';
+import type { TurnTelemetry } from './turnTelemetry.ts';
+import { TRACEPARENT_HEADER } from '../../protocol/traceContext.ts';
 
 export interface ApiServerOptions {
   bus: Bus;
@@ -26,6 +28,7 @@ export interface ApiServerOptions {
   workers: WorkerDirectory;
   version: string;
   log?: Logger;
+  telemetry?: TurnTelemetry;
   /**
    * In a cluster: requests go to the engine that owns their thread
    * (`services/cluster`), and the prefix is shared with the other engines
@@ -124,6 +127,7 @@ export class ApiServer {
     if (code !== null) {
       stats.errors += 1;
       stats.lastError = code;
+      this.options.telemetry?.requestFailed(method, code);
     }
   }
 
@@ -144,6 +148,8 @@ export class ApiServer {
       replyBudgetBytes: replyBudgetFor(this.maxPayload),
       service: { name: 'turnloom', version: this.options.version, instance: this.instance, startedAt: this.startedAt.getTime() },
       ...(this.options.cluster ? { cluster: this.options.cluster.health } : {}),
+      ...(this.options.telemetry ? { telemetry: this.options.telemetry } : {}),
+      ...(message.headers[TRACEPARENT_HEADER] ? { traceparent: message.headers[TRACEPARENT_HEADER] } : {}),
     };
     return (handler.handle as (context: ApiContext, params: unknown) => Promise<unknown>)(context, params);
   }

@@ -29,6 +29,11 @@ import {
 } from './workerProtocol.ts';
 import { WorkerRegistry } from './workerRegistry.ts';
 import type { WorkerInfo } from '../../protocol/apiResults.ts';
+import { SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
+import { TRACEPARENT_HEADER, contextOf } from '../../protocol/traceContext.ts';
+import { VERSION } from '../../domain/version.ts';
+
+const tracer = trace.getTracer('turnloom', VERSION);
 
 export const WORKER_QUEUE_GROUP = 'turnloom-engine';
 
@@ -229,10 +234,15 @@ export class WorkerGateway {
   /** Serves one worker request here; `answerTo`: where the answer goes when another engine passed it on. */
   async handle(message: BusMessage, answerTo?: string): Promise<void> {
     const addressed = this.subjects.workerMethodOf(message.subject);
-    await answerRequest(this.bus, message, { maxPayload: this.options.maxPayloadBytes, label: 'workers', mayReplyTo: this.options.mayReplyTo, answerTo, log: this.log }, (body) => {
+    // A write of a turn that runs in a trace: the engine's part of it joins the trace.
+    const traced = message.headers[TRACEPARENT_HEADER];
+    const span = traced && addressed ? tracer.startSpan(`turnloom.worker.${addressed.method}`, { kind: SpanKind.SERVER, attributes: { 'turnloom.worker.environment': addressed.environment } }, contextOf(traced)) : undefined;
+    const code = await answerRequest(this.bus, message, { maxPayload: this.options.maxPayloadBytes, label: 'workers', mayReplyTo: this.options.mayReplyTo, answerTo, log: this.log }, (body) => {
       if (!addressed) throw new TurnloomError('not_found', `${message.subject} is not <prefix>.v1.worker.<environment>.<method>`, { subject: message.subject });
       return this.dispatch(addressed.environment, addressed.method, body, message.reply!);
     });
+    if (code) span?.setStatus({ code: SpanStatusCode.ERROR, message: code });
+    span?.end();
   }
 
   /**

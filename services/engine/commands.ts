@@ -46,6 +46,8 @@ export type ClientCommand =
       mode?: PermissionMode | null;
       /** When a turn is already open (default `queue`); see `turnQueue.ts`. */
       whileRunning?: WhileRunning;
+      /** The trace the turn runs in (a W3C traceparent), recorded with it so its worker's spans join it. */
+      trace?: string;
     }
   | { type: 'turn.interrupt'; commandId: string; threadId: string; turnId: string | null; reason: string }
   | {

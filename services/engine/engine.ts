@@ -77,8 +77,10 @@ interface LoadedThread {
  */
 const storedRejections = new Set(['illegal_transition', 'conflict']);
 
+/** What makes two commands under one id the same command: everything but the id, and the trace a retry comes in (a new one each time). */
 function fingerprintOf(command: Command): string {
   const { commandId: _ignored, ...rest } = command;
+  if ('trace' in rest) delete rest.trace;
   return createHash('sha256').update(JSON.stringify(rest)).digest('hex');
 }
 

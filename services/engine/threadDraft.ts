@@ -140,11 +140,11 @@ export class ThreadDraft {
     this.transitions.push(...transitions);
   }
 
-  /** The whole input of a queued turn, from the `turn.queued` that queued it: emitted by this draft, or in the log. */
-  queuedInput(queued: QueuedTurnView): { text: string } {
+  /** The `turn.queued` that queued a turn, with its whole input: emitted by this draft, or in the log. */
+  queuedTurn(queued: QueuedTurnView): Extract<DomainEvent, { type: 'turn.queued' }> {
     const event = queued.seq > this.base.seq ? this.events[queued.seq - this.base.seq - 1]?.event : this.logged(queued.seq);
     if (event?.type !== 'turn.queued' || event.queuedTurnId !== queued.turnId) throw new Error(`thread ${this.threadId}: turn ${queued.turnId} is not queued at seq ${queued.seq}`);
-    return event.input;
+    return event;
   }
 
   /** Notes an event the machines refused and the command kept going without (a worker's output, recorded as a diagnostic). */

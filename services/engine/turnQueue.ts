@@ -38,15 +38,16 @@ function requireNewTurnId(draft: ThreadDraft, turnId: string): void {
 export function startTurn(draft: ThreadDraft, command: Extract<Command, { type: 'turn.start' }>): void {
   const { turnId, input, provider } = command;
   const mode = command.mode ?? null;
+  const trace = command.trace ? { trace: command.trace } : {};
   const openTurnId = draft.view.openTurnId;
   const queue = (place: 'back' | 'front') => {
     requireRoom(draft, { what: `the queue of thread ${draft.threadId}`, sizes: draft.view.queue.map((queued) => queued.bytes), later: 'send it again once queued turns have run' }, input.text);
-    draft.emit({ type: 'turn.queued', queuedTurnId: turnId, input, provider, mode, place });
+    draft.emit({ type: 'turn.queued', queuedTurnId: turnId, input, provider, mode, place, ...trace });
   };
   if (openTurnId === null) {
     requireNewTurnId(draft, turnId);
     // A revert holds the thread: the input waits for it, first in line, and runs on the files as the revert left them.
-    if (draft.view.queue.length === 0 && draft.view.revert === null) draft.emit({ type: 'turn.requested', turnId, input, provider, mode });
+    if (draft.view.queue.length === 0 && draft.view.revert === null) draft.emit({ type: 'turn.requested', turnId, input, provider, mode, ...trace });
     else queue('back');
     return;
   }
@@ -109,7 +110,8 @@ export function followQueue(draft: ThreadDraft): void {
   const next = draft.view.queue[0];
   if (draft.view.openTurnId !== null || next === undefined || draft.view.archived) return;
   try {
-    draft.emit({ type: 'turn.requested', turnId: next.turnId, input: draft.queuedInput(next), provider: next.provider, mode: next.mode });
+    const queued = draft.queuedTurn(next);
+    draft.emit({ type: 'turn.requested', turnId: next.turnId, input: queued.input, provider: next.provider, mode: next.mode, ...(queued.trace ? { trace: queued.trace } : {}) });
   } catch (error) {
     if (!(error instanceof IllegalTransition)) throw error;
   }

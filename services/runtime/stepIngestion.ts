@@ -29,6 +29,8 @@ interface Buffer {
 export class StepIngestion {
   readonly toolCalls: ToolCall[] = [];
   usage: Usage | null = null;
+  /** The model that answered, as the provider named it. */
+  model: string | null = null;
   stopReason: StopReason | null = null;
   rawReason: string | null = null;
   private readonly options: Required<Omit<StepIngestionOptions, 'live'>> & Pick<StepIngestionOptions, 'live'>;
@@ -112,6 +114,7 @@ export class StepIngestion {
     const { turnId, step } = this.options;
     switch (event.type) {
       case 'turn.started':
+        this.model = event.model;
         this.emit({ type: 'response.started', turnId, step, responseId: event.responseId, model: event.model });
         return;
       case 'segment.started': {

@@ -2,6 +2,7 @@ import { type DomainEvent, TurnloomError, jsonBytes } from '../../domain/index.t
 import type { CommandResult } from '../engine/commands.ts';
 import type { LeaseProof, SettleRequest } from '../dispatch/workerProtocol.ts';
 import type { WorkerLink } from './workerLink.ts';
+import { TRACEPARENT_HEADER } from '../../protocol/traceContext.ts';
 
 /** How much a turn may pile up while the engine is away before it gives up. */
 export interface OutboxBounds {
@@ -31,6 +32,8 @@ export class Outbox {
   failure: unknown = null;
   /** The thread sequence the last acknowledged write reached. */
   lastSeq = 0;
+  /** The trace of the turn's run on this worker, sent with every write so the engine's spans of it join the trace. */
+  traceparent: string | null = null;
 
   constructor(
     private readonly link: WorkerLink,
@@ -86,6 +89,10 @@ export class Outbox {
     return write.kind === 'record' || (this.failure instanceof TurnloomError && this.failure.code === 'fenced');
   }
 
+  private headers(): Record<string, string> {
+    return this.traceparent ? { [TRACEPARENT_HEADER]: this.traceparent } : {};
+  }
+
   private pump(): void {
     if (this.pumping) return;
     this.pumping = true;
@@ -103,8 +110,8 @@ export class Outbox {
         const { workerId, threadId, turnId, token, key } = this.proof;
         const result =
           write.kind === 'record'
-            ? await this.link.persist<CommandResult>('record', { workerId, threadId, turnId, token, key, seq: write.seq, events: write.events }, this.signal)
-            : await this.link.persist<CommandResult>('settle', { workerId, threadId, turnId, token, key, outcome: write.outcome }, this.signal);
+            ? await this.link.persist<CommandResult>('record', { workerId, threadId, turnId, token, key, seq: write.seq, events: write.events }, this.signal, this.headers())
+            : await this.link.persist<CommandResult>('settle', { workerId, threadId, turnId, token, key, outcome: write.outcome }, this.signal, this.headers());
         this.lastSeq = Math.max(this.lastSeq, result.toThreadSeq);
         write.done(result);
       } catch (error) {

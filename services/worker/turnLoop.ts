@@ -99,10 +99,13 @@ async function runTurnToEnd(work: TurnWork): Promise<void> {
       const request = await prepareRequest(work, adapter, tools.specs(), step);
       // The engine checks the digest against its own log before anything is sent.
       await outbox.record([{ type: 'step.started', turnId, step, digest: requestDigest(request.messages) }]);
+      work.tracing.stepStarted(step, request, turn().provider.name, turn().provider.model);
       const ingestion = new StepIngestion({ turnId, step, live: work.live, flushMs: options.flushMs, maxBufferChars: options.maxBufferChars });
       try {
         await streamStep(work, adapter, request, ingestion);
+        work.tracing.modelEnded({ usage: ingestion.usage, stopReason: ingestion.stopReason, model: ingestion.model });
       } catch (error) {
+        if (error instanceof StepFailed) work.tracing.modelEnded({ error: error.info });
         if (signal.aborted || !(error instanceof StepFailed)) throw error;
         await reachWritten(work);
         const attemptParts = turn().messages[1].parts.filter((part) => ingestion.partIds().includes(part.id));
@@ -308,7 +311,12 @@ async function runTool(work: TurnWork, call: ToolCall, tools: ToolExecutor): Pro
     }
     // Refused by the machines (the turn is being stopped): nobody will answer, so nothing runs.
     if (!work.fold.context.view!.turns[turnId]!.approvals.some((approval) => approval.id === approvalId)) return;
-    const decision = await decided(work, approvalId!);
+    const answered = work.tracing.approval(approvalId!, call.name);
+    const decision = await decided(work, approvalId!).catch((error: unknown) => {
+      answered('none: the turn stopped');
+      throw error;
+    });
+    answered(decision);
     // Acting on the decision is consuming it, a refusal included: the second confirmation.
     if (decision === 'denied') await work.outbox.record([{ type: 'approval.consumed', turnId, approvalId: approvalId! }]);
     if (decision !== 'granted') return;
@@ -319,7 +327,12 @@ async function runTool(work: TurnWork, call: ToolCall, tools: ToolExecutor): Pro
   // The machines refuse a start after an interrupt; only a tool recorded as running may run.
   await reachWritten(work);
   if (partOf(work, call)?.state !== 'running.tool.executing') return;
-  const result = await untilAborted(tools.execute(call, signal, turnId), signal);
+  const ran = work.tracing.tool(call, kind);
+  const result = await untilAborted(tools.execute(call, signal, turnId), signal).catch((error: unknown) => {
+    ran(true);
+    throw error;
+  });
+  ran(result.isError);
   await work.outbox.record([toolOutcomeEvent(turnId, partId, call, cutToolOutput(result.output, options.maxToolOutputChars), result.isError)]);
 }
 

@@ -4,6 +4,7 @@ import type { Logger, ProviderAdapter, ToolExecutor, WorkspaceCheckpoints } from
 import type { RetryPolicy } from '../runtime/retryPolicy.ts';
 import type { Outbox } from './outbox.ts';
 import type { TurnHooks } from './turnHooks.ts';
+import type { TurnTracing } from './turnTracing.ts';
 
 export interface CompactionOptions {
   /** The model's context window in tokens, instead of the known one (`--context-window`). */
@@ -61,5 +62,7 @@ export interface TurnWork {
   signal: AbortSignal;
   options: TurnLoopOptions;
   log: Logger;
+  /** The turn's spans on this worker (see `turnTracing.ts`). */
+  tracing: TurnTracing;
 }
 

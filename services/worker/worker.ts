@@ -19,6 +19,7 @@ import { compactionHooks } from './compaction.ts';
 import { type CheckpointSetting, type StopReason, type TurnLoopOptions, runTurn } from './turnLoop.ts';
 import { type TurnHooks, combineHooks } from './turnHooks.ts';
 import { WorkerLink, isTransient } from './workerLink.ts';
+import { TurnTracing } from './turnTracing.ts';
 
 export interface WorkerOptions {
   bus: Bus;
@@ -231,6 +232,7 @@ export class Worker {
     // On the lease's own channel: whoever reads the log can tell these deltas from anyone else's.
     const live = new LiveBatcher(this.bus, this.subjects.live(this.environment, threadId, keyHash));
     let unwatch = () => {};
+    let tracing: TurnTracing | undefined;
     const guard = setInterval(() => {
       if (outbox.overloaded) {
         const { events, bytes } = outbox.backlog;
@@ -248,6 +250,9 @@ export class Worker {
       const subscription = fold.store.subscribe(follow);
       unwatch = () => subscription.unsubscribe();
       follow();
+      const held = fold.context.view!.turns[turnId]!;
+      tracing = new TurnTracing(held.trace, { threadId, turnId, workerId: this.workerId, provider: held.provider.name });
+      outbox.traceparent = tracing.traceparent;
       await runTurn({
         threadId,
         turnId,
@@ -262,13 +267,16 @@ export class Worker {
         signal,
         options: this.loop,
         log: this.log,
+        tracing,
       });
       await outbox.flushed().catch(() => undefined);
       const settled = fold.context.view?.turns[turnId];
+      tracing.end(settled?.state ?? 'unknown', settled?.error ?? undefined);
       this.log.info({ workerId: this.workerId, threadId, turnId, state: settled?.state, durationMs: settled ? Date.now() - settled.requestedAt : undefined }, 'turn ended here');
       // Settled: side work for the turn starts apart from it, unless the engine refused this worker's writes.
       if (!outbox.failure) await this.sideWork?.afterTurn(fold, outbox.lastSeq, proof);
     } catch (error) {
+      tracing?.end('stopped', error instanceof Error ? error.message : String(error));
       if (!(error instanceof TurnloomError && (error.code === 'fenced' || error.code === 'not_found'))) this.log.error({ ...errorFields(error), workerId: this.workerId, threadId, turnId }, 'turn stopped on an error');
     } finally {
       clearInterval(guard);

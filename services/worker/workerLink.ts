@@ -28,8 +28,8 @@ export class WorkerLink {
     private readonly timeoutMs = 4_000,
   ) {}
 
-  async call<T>(method: WorkerMethod, body: object): Promise<T> {
-    const reply = await this.bus.request(this.subjects.worker(this.environment, method), encode(body, MSGPACK), { headers: { 'content-type': MSGPACK }, timeoutMs: this.timeoutMs });
+  async call<T>(method: WorkerMethod, body: object, headers: Record<string, string> = {}): Promise<T> {
+    const reply = await this.bus.request(this.subjects.worker(this.environment, method), encode(body, MSGPACK), { headers: { ...headers, 'content-type': MSGPACK }, timeoutMs: this.timeoutMs });
     const answer = decode(reply.data, reply.headers['content-type'] === 'application/json' ? 'application/json' : MSGPACK) as { result: T } | { error: ErrorBody };
     if ('error' in answer) throw TurnloomError.fromJSON(answer.error);
     return answer.result;
@@ -40,10 +40,10 @@ export class WorkerLink {
     this.bus.publish(this.subjects.worker(this.environment, method), encode(body, MSGPACK), { headers: { 'content-type': MSGPACK }, reply: this.bus.inbox() });
   }
 
-  async persist<T>(method: WorkerMethod, body: object, signal: AbortSignal): Promise<T> {
+  async persist<T>(method: WorkerMethod, body: object, signal: AbortSignal, headers: Record<string, string> = {}): Promise<T> {
     for (let attempt = 0; ; attempt++) {
       try {
-        return await this.call<T>(method, body);
+        return await this.call<T>(method, body, headers);
       } catch (error) {
         if (!isTransient(error) || signal.aborted) throw error;
         await sleep(Math.min(2_000, 50 * 2 ** attempt), undefined, { signal }).catch(() => undefined);
