@@ -119,6 +119,7 @@ export class ApiServer {
     const method = message.subject.slice(this.options.subjects.api('').length);
     // Another's inbox: nothing is run and nothing published there; all that is left of it is a `forbidden` in the method's stats.
     const foreign = message.reply !== undefined && isInbox(message.reply) && !this.options.auth.mayReplyTo(this.options.auth.identify(message.headers), message.reply);
+    if (foreign) this.log.warn({ subject: message.subject, code: 'forbidden', error: 'the reply subject is another caller\'s inbox' }, 'api: request refused');
     const code = foreign ? 'forbidden' : await answerRequest(this.options.bus, message, { maxPayload: this.maxPayload, label: 'api', answerTo, log: this.log }, (body) => this.dispatch(method, message, body));
     const stats = isApiMethod(method) ? this.stats.get(method) : undefined;
     if (!stats || code === undefined) return;

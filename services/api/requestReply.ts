@@ -1,6 +1,6 @@
 import type { z } from 'zod';
 import { type ContentType, JSON_TYPE, contentTypeOf, decode, encode, isInbox } from '../../bus/index.ts';
-import { type Bus, type BusMessage, type ErrorCode, type Logger, TurnloomError, errorFields, silentLogger } from '../../domain/index.ts';
+import { type Bus, type BusMessage, type ErrorBody, type ErrorCode, type Logger, TurnloomError, errorFields, silentLogger } from '../../domain/index.ts';
 
 /** Headers count against the server's payload limit too. */
 const REPLY_HEADROOM = 4_096;
@@ -30,8 +30,13 @@ export async function answerRequest(bus: Bus, message: BusMessage, options: Answ
     contentType = contentTypeOf(message.headers, message.data);
     body = { result: await work(decode(message.data, contentType)) };
   } catch (error) {
-    if (!(error instanceof TurnloomError)) log.error({ ...errorFields(error), subject: message.subject, stack: error instanceof Error ? error.stack : undefined }, `${label}: unexpected error`);
-    body = { error: error instanceof TurnloomError ? error.toJSON() : { code: 'internal', message: 'internal error', details: {} } };
+    if (error instanceof TurnloomError) {
+      body = { error: error.toJSON() };
+      logRefusal(log, label, message.subject, body.error);
+    } else {
+      log.error({ ...errorFields(error), subject: message.subject, stack: error instanceof Error ? error.stack : undefined }, `${label}: unexpected error`);
+      body = { error: { code: 'internal', message: 'internal error', details: {} } };
+    }
   }
   let data = encode(body, contentType);
   if (data.length > maxPayload - REPLY_HEADROOM) {
@@ -45,6 +50,14 @@ export async function answerRequest(bus: Bus, message: BusMessage, options: Answ
     log.warn({ ...errorFields(error), subject: message.subject }, `${label}: could not reply`);
   }
   return 'error' in body ? body.error.code : null;
+}
+
+/** A caller's mistake is routine (info); a refusal for want of rights is worth a look (warn); our own failure is an error. */
+function logRefusal(log: Logger, label: string, subject: string, { code, message }: ErrorBody): void {
+  const line = { subject, code, error: message };
+  if (code === 'internal') log.error(line, `${label}: request failed`);
+  else if (code === 'forbidden') log.warn(line, `${label}: request refused`);
+  else log.info(line, `${label}: request refused`);
 }
 
 export interface AnswerOptions {
