@@ -31,4 +31,5 @@ export type { SideTaskKind, SideTaskReport } from './sideWork.ts';
 export { sideTaskKinds, sideTextLimits } from './sideWork.ts';
 export type { Logger, LogFields, LogMethod } from './logger.ts';
 export { errorFields, silentLogger } from './logger.ts';
+export { type McpServerSpec, isStdioServer, mcpServerNamePattern } from './mcpServer.ts';
 export { VERSION } from './version.ts';
