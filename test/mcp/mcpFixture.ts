@@ -1,0 +1,43 @@
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import type { McpServerSpec, ToolCall, ToolResult } from '../../domain/index.ts';
+import type { McpTools } from '../../adapters/mcp/index.ts';
+
+const require = createRequire(import.meta.url);
+const everythingPackage = require.resolve('@modelcontextprotocol/server-everything/package.json');
+const everythingBin = (require(everythingPackage) as { bin: Record<string, string> }).bin['mcp-server-everything']!;
+
+/** The reference server of every MCP feature, over stdio, run by this Node as the package's bin says. */
+export const everythingServer = (extra: Partial<Extract<McpServerSpec, { command: string }>> = {}): McpServerSpec => ({
+  name: 'everything',
+  command: process.execPath,
+  args: [path.join(path.dirname(everythingPackage), everythingBin), 'stdio'],
+  ...extra,
+});
+
+export const toolCall = (name: string, input: unknown): ToolCall => ({ callId: 'call-1', name, input });
+
+/** Runs one call to completion with a signal nobody aborts. */
+export function run(tools: McpTools, name: string, input: unknown = {}): Promise<ToolResult> {
+  return tools.execute(toolCall(name, input), new AbortController().signal);
+}
+
+/** Polls `check` every 50 ms until it holds, or fails after `ms`. */
+export async function eventually(check: () => boolean, ms = 8_000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!check()) {
+    if (Date.now() > end) throw new Error('the condition did not hold in time');
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+/** The resources open now that were not in `baseline`, counted by type. */
+export function resourcesBeyond(baseline: string[]): string[] {
+  const left = [...baseline];
+  return process.getActiveResourcesInfo().filter((resource) => {
+    const index = left.indexOf(resource);
+    if (index === -1) return true;
+    left.splice(index, 1);
+    return false;
+  });
+}
