@@ -1,5 +1,5 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { StreamableHTTPClientTransport, StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { ErrorCode, McpError, type Tool } from '@modelcontextprotocol/sdk/types.js';
 import path from 'node:path';
 import { type Logger, type McpServerSpec, VERSION, errorFields, isStdioServer } from '../../domain/index.ts';
@@ -42,7 +42,11 @@ const sessionEndTimeoutMs = 2_000;
 
 export const duration = (ms: number): string => (ms < 1_000 ? `${ms} ms` : `${Math.round(ms / 100) / 10} s`);
 
-const message = (error: unknown): string => (error instanceof Error ? error.message : String(error));
+/** An error's message; an HTTP server's refusal with its status, which says more than its body (401: a key is missing). */
+function message(error: unknown): string {
+  if (error instanceof StreamableHTTPError && typeof error.code === 'number') return `HTTP ${error.code}, ${error.message}`;
+  return error instanceof Error ? error.message : String(error);
+}
 
 /** `work`, or a rejection once `ms` pass: a bound on what takes no timeout of its own. */
 function within<T>(work: Promise<T>, ms: number, what: string): Promise<T> {
