@@ -12,6 +12,7 @@ import { UsageError, integerOption, parseOptions, positiveOption, readJsonFile }
 import { type NatsSettings, checkInboxPrefix, checkPrefix, natsArgOptions, connectNats, natsSettings, refuseSecretFlags } from './natsOptions.ts';
 import { openStore } from './openStore.ts';
 import { providersFromEnvironment } from './providerRegistry.ts';
+import { commandConfig, compactionOptions } from './commandConfig.ts';
 import { registerSecret } from './redact.ts';
 import { untilSignal } from './untilSignal.ts';
 import { dataFolderFor, workspaceSetup } from './workspaceSetup.ts';
@@ -116,7 +117,6 @@ export async function serveCommand(args: string[]): Promise<number> {
   const prefix = checkPrefix('serve', values.prefix!);
   const inboxPrefix = checkInboxPrefix('serve', values['inbox-prefix']);
   const auth = values.auth !== undefined ? readAuthFile(values.auth) : null;
-  const setup = await providersFromEnvironment(process.env, values.script);
   let nats: NatsSettings | null = null;
   if (values.nats !== undefined) {
     nats = natsSettings(values.nats, { user: values['nats-user'], credsFile: values['nats-creds'], env: process.env });
@@ -126,6 +126,10 @@ export async function serveCommand(args: string[]): Promise<number> {
   const dataDir = await dataFolderFor(values.workspace ?? '.', values.data);
   const secretFiles = [values.auth, values['nats-creds']].filter((file) => file !== undefined);
   const workspace = values['no-worker'] ? null : await workspaceSetup('serve', '--workspace', values.workspace ?? '.', dataDir, secretFiles);
+  // An engine alone serves no workspace, so only the user file speaks for it.
+  const { config, files } = commandConfig(workspace?.workspace ?? null);
+  const setup = await providersFromEnvironment(process.env, values.script, { config, files });
+  const compaction = compactionOptions(config, contextWindow, setup.defaultProvider.name);
 
   // Then the resources, each closed again if a later one fails.
   const telemetry = await startTelemetry('turnloom-serve');
@@ -161,7 +165,7 @@ export async function serveCommand(args: string[]): Promise<number> {
       maxPayloadBytes: limit,
       ...(approvalTimeout ? { approvalTimeoutMs: approvalTimeout * 1_000 } : {}),
       ...(leaseTimeout ? { workers: { leaseTimeoutMs: leaseTimeout * 1_000 } } : {}),
-      ...(contextWindow ? { runner: { compaction: { contextWindow } } } : {}),
+      runner: { compaction },
     });
     if (inspectPort !== undefined) relay = await startRelay({ bus, prefix, port: inspectPort, log, ...(token ? { token } : {}) }, '--inspect');
   } catch (error) {
@@ -176,6 +180,7 @@ export async function serveCommand(args: string[]): Promise<number> {
     console.log(`turnloom ${VERSION} serving on ${nats ? nats.display : 'the in-process bus (pass --nats URL to serve other processes)'}`);
     console.log(`  API: ${server.subjects.prefix}.v1.api.<method>  events: ${server.subjects.prefix}.v1.evt.<threadId>  live: ${server.subjects.prefix}.v1.live.<environment>.<threadId>.<lease channel>`);
     console.log(`  data: ${dataDir}`);
+    if (files.length > 0) console.log(`  config: ${files.join(', ')}`);
     if (cluster) {
       const health = cluster.health();
       console.log(`  cluster: engine ${health.engineId} of ${health.engines.length} (${health.engines.join(', ')}); log ${health.log.stream}, ${health.log.replicas} ${health.log.replicas === 1 ? 'copy' : 'copies'}`);
