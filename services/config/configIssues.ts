@@ -23,7 +23,8 @@ function describeIssue(issue: Issue): string {
     case 'invalid_value':
       return issue.values.length === 1 ? `must be ${JSON.stringify(issue.values[0])}` : `must be one of ${issue.values.map(String).join(', ')}`;
     case 'invalid_type':
-      return issue.input === undefined ? 'is required' : `must be ${article(typeNames[issue.expected] ?? issue.expected)}`;
+      // Zod leaves the value out of its issues, but its message says when there was none.
+      return issue.message.endsWith('received undefined') ? 'is required' : `must be ${article(typeNames[issue.expected] ?? issue.expected)}`;
     case 'too_small':
     case 'too_big': {
       const bound = issue.code === 'too_small' ? 'at least' : 'at most';

@@ -6,6 +6,7 @@ import { configIssueLine } from './configIssues.ts';
 import { configReferenceProblem } from './configReferences.ts';
 import { configSchema, type TurnloomConfig } from './configSchema.ts';
 import { MissingVariable, expandVariables } from './expandVariables.ts';
+import { jsonErrorOffset } from './jsonErrorOffset.ts';
 import { mergeConfigs } from './mergeConfigs.ts';
 import { projectFileRefusal } from './projectFileLimits.ts';
 
@@ -66,10 +67,10 @@ function readConfigFile(file: string, env: Readonly<Record<string, string | unde
   let raw: unknown;
   try {
     raw = JSON.parse(text);
-  } catch (error) {
-    // Only where: the parser's message quotes the text around the mistake, which may hold a secret.
-    const position = /at position (\d+)/.exec((error as Error).message)?.[1];
-    const where = position !== undefined ? ` at ${lineAndColumn(text, Number(position))}` : text.trim() === '' ? ' (the file is empty; {} is an empty configuration)' : ' (it ends too soon)';
+  } catch {
+    // Only where: the parser's message may quote the text around the mistake, which may hold a secret.
+    const offset = jsonErrorOffset(text) ?? text.length;
+    const where = text.trim() === '' ? ' (the file is empty; {} is an empty configuration)' : offset >= text.length ? ' (it ends too soon)' : ` at ${lineAndColumn(text, offset)}`;
     throw invalid(file, `not valid JSON${where}`);
   }
   const parsed = configSchema.safeParse(raw);
