@@ -40,6 +40,7 @@ export const serveUsage = `turnloom serve [options]
                       estimated over it compacts older turns first (default: the model's, if known)
   --workspace DIR     the folder the local worker's agent works in (default: this folder)
   --no-worker         run the engine alone: turns wait for workers started with \`turnloom worker\`
+                      (and reads only the user configuration file, not the workspace's turnloom.json)
   --cluster           one engine of a cluster (needs --nats URL[,URL…]): threads' logs live in the NATS server's
                       JetStream, each thread is owned by one engine at a time and taken over when its engine dies,
                       and this folder is the engine's copy (see docs/cluster.md)

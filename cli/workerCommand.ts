@@ -18,6 +18,7 @@ export const workerUsage = `turnloom worker --nats URL --workspace DIR [options]
   --id ID             its worker id (default: made up)
   --prefix P          subject prefix (default turnloom)
   --script FILE       script for the scripted provider; provider keys come from this worker's environment
+                      (the configuration files say which variables: docs/config.md)
   --concurrency N     turns it runs at once (default 64)
   --context-window N  the model's context window in tokens, when its known one is wrong or unknown: a request
                       estimated over it compacts older turns first (default: the model's, if known)
