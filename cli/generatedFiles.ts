@@ -1,4 +1,5 @@
 import { lifecycleMachines } from '../machines/index.ts';
+import { renderConfigJsonSchema, renderConfigReference } from '../services/config/index.ts';
 import { renderMachineReference } from './renderMachineReference.ts';
 import { renderMermaid } from './renderMermaid.ts';
 import { renderProtocolReference } from './renderProtocolReference.ts';
@@ -22,6 +23,8 @@ export function generatedFiles(): GeneratedFile[] {
       content: entries.map(([name, { machine, events }]) => renderMachineReference(name, machine, events)).join('\n'),
     },
     { path: 'docs/protocol.md', marker: 'methods', content: renderProtocolReference() },
+    { path: 'docs/config.md', marker: 'config-reference', content: renderConfigReference() },
+    { path: 'docs/config.schema.json', content: renderConfigJsonSchema() },
     {
       path: 'README.md',
       marker: 'turn-chart',

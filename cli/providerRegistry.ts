@@ -1,10 +1,11 @@
 import { LazyProvider } from '../adapters/providers/lazyProvider.ts';
 import { type Script, ScriptedProvider, scriptSchema } from '../adapters/providers/scriptedProvider.ts';
 import type { ProviderAdapter, ProviderChoice } from '../domain/index.ts';
+import { type ProviderKind, type TurnloomConfig, builtInProviders, providerKinds } from '../services/config/index.ts';
 import { UsageError, readJsonFile } from './cliErrors.ts';
 import { registerSecret } from './redact.ts';
 
-/** Every provider turnloom knows, and what makes each available. */
+/** Every provider turnloom knows without configuration, and what makes each available. */
 const knownProviders: Record<string, string> = {
   scripted: 'always there',
   anthropic: 'needs ANTHROPIC_API_KEY',
@@ -12,13 +13,17 @@ const knownProviders: Record<string, string> = {
   'openai-responses': 'needs OPENAI_API_KEY',
 };
 
-/** The one line for a provider name that is not configured here: what the names are, and what each needs. */
-export function unknownProvider(command: string, name: string, configured: Record<string, unknown>): string {
-  const names = Object.keys(knownProviders);
-  if (names.includes(name)) return `${command}: provider "${name}" is not configured: it ${knownProviders[name]} (configured here: ${Object.keys(configured).join(', ')})`;
+/**
+ * The one line for a provider name that is not configured here: what the
+ * names are, and what each needs (`needs`: what the configuration says,
+ * for providers it defines or points at another key variable).
+ */
+export function unknownProvider(command: string, name: string, configured: Record<string, unknown>, needs: Record<string, string> = knownProviders): string {
+  const names = Object.keys(needs);
+  if (names.includes(name)) return `${command}: provider "${name}" is not configured: it ${needs[name]} (configured here: ${Object.keys(configured).join(', ')})`;
   const close = names.filter((candidate) => candidate.startsWith(name) || name.startsWith(candidate.split('-')[0]!));
   const hint = close.length > 0 ? `did you mean ${close.join(' or ')}? ` : '';
-  return `${command}: no provider "${name}"; ${hint}the providers are ${names.map((known) => `${known} (${knownProviders[known]})`).join(', ')}`;
+  return `${command}: no provider "${name}"; ${hint}the providers are ${names.map((known) => `${known} (${needs[known]})`).join(', ')}`;
 }
 
 export interface ProviderSetup {
@@ -26,53 +31,121 @@ export interface ProviderSetup {
   defaultProvider: ProviderChoice;
   /** One line for the console: which providers run and which is the default. */
   summary: string;
+  /** What each provider known here needs to run, for `unknownProvider`. */
+  needs: Record<string, string>;
+}
+
+/** What the configuration and the command line add to the environment's providers. */
+export interface ProviderChoices {
+  /** The configuration files' content (`loadConfig`), and the files, to name them in a message. */
+  config?: TurnloomConfig;
+  files?: string[];
+  /** `--provider` and `--model`, and the command that took them: they beat everything else. */
+  flags?: { command: string; provider?: string | undefined; model?: string | undefined };
+}
+
+const defaultModels: Record<ProviderKind, string> = { anthropic: 'claude-sonnet-4-5', 'openai-chat': 'gpt-4.1-mini', 'openai-responses': 'gpt-4.1-mini' };
+const defaultKeyVariables: Record<ProviderKind, string> = { anthropic: 'ANTHROPIC_API_KEY', 'openai-chat': 'OPENAI_API_KEY', 'openai-responses': 'OPENAI_API_KEY' };
+/** What the environment already said for the built-in providers; it beats the configuration files. */
+const environmentBaseUrl: Record<ProviderKind, string> = { anthropic: 'ANTHROPIC_BASE_URL', 'openai-chat': 'OPENAI_BASE_URL', 'openai-responses': 'OPENAI_BASE_URL' };
+const environmentModel: Record<ProviderKind, string> = { anthropic: 'TURNLOOM_ANTHROPIC_MODEL', 'openai-chat': 'TURNLOOM_OPENAI_MODEL', 'openai-responses': 'TURNLOOM_OPENAI_MODEL' };
+
+/** A provider the configuration may tune or define, as this process would run it. */
+interface ProviderPlan {
+  kind: ProviderKind;
+  keyVariable: string;
+  baseUrl: string | undefined;
+  model: string;
+}
+
+function providerPlans(env: NodeJS.ProcessEnv, config: TurnloomConfig): Record<string, ProviderPlan> {
+  const configured = config.providers ?? {};
+  const names = [...providerKinds, ...Object.keys(configured).filter((name) => !(builtInProviders as readonly string[]).includes(name))];
+  return Object.fromEntries(
+    names.map((name) => {
+      const tuned = configured[name] ?? {};
+      const builtIn = (providerKinds as readonly string[]).includes(name);
+      // configReferenceProblem made sure a provider that is not built in has its kind.
+      const kind = builtIn ? (name as ProviderKind) : tuned.kind!;
+      const plan: ProviderPlan = {
+        kind,
+        keyVariable: tuned.apiKeyEnv ?? defaultKeyVariables[kind],
+        baseUrl: (builtIn ? env[environmentBaseUrl[kind]] : undefined) || tuned.baseUrl,
+        model: (builtIn ? env[environmentModel[kind]] : undefined) || tuned.model || defaultModels[kind],
+      };
+      return [name, plan];
+    }),
+  );
 }
 
 /** A `--script` file for the scripted provider, checked; every failure is one line. */
 export const readScriptFile = (path: string): Script => readJsonFile('--script', path, scriptSchema, { expected: 'a script for the scripted provider (see docs/providers.md)' });
 
 /**
- * The providers this process can run, from the environment. The scripted
- * provider is always there (from `scriptPath`, or its default script). With
- * `ANTHROPIC_API_KEY`, `anthropic`; with `OPENAI_API_KEY`, `openai-chat` and
- * `openai-responses` (`OPENAI_BASE_URL` points them at any compatible
- * server). The default is `TURNLOOM_PROVIDER`, else the first real provider,
- * else scripted; `TURNLOOM_MODEL` picks its model. A provider's SDK is
- * loaded on its first call (together they take a second to import).
+ * The providers this process can run, from the environment and the
+ * configuration files. The scripted provider is always there (from
+ * `scriptPath`, or its default script). `anthropic` runs when its key
+ * variable is set (`ANTHROPIC_API_KEY`, or the one its `apiKeyEnv` names),
+ * `openai-chat` and `openai-responses` likewise (`OPENAI_API_KEY`), and so
+ * does every provider the configuration defines with a `kind`.
+ *
+ * Where the environment and the files both say something the environment
+ * wins (`OPENAI_BASE_URL`, `ANTHROPIC_BASE_URL`, `TURNLOOM_ANTHROPIC_MODEL`,
+ * `TURNLOOM_OPENAI_MODEL` for the built-in providers), and the flags win
+ * over both. The default is `--provider`, else `TURNLOOM_PROVIDER`, else the
+ * configuration's `provider`, else the first real provider, else scripted;
+ * its model is `--model`, else `TURNLOOM_MODEL`, else the configuration's
+ * `model` (when that provider is the configuration's), else the provider's.
+ * A provider's SDK is loaded on its first call (together they take a second
+ * to import).
  */
-export async function providersFromEnvironment(env: NodeJS.ProcessEnv, scriptPath?: string): Promise<ProviderSetup> {
+export async function providersFromEnvironment(env: NodeJS.ProcessEnv, scriptPath?: string, choices: ProviderChoices = {}): Promise<ProviderSetup> {
+  const config = choices.config ?? {};
   const script = scriptPath ? readScriptFile(scriptPath) : undefined;
-  registerSecret(env.ANTHROPIC_API_KEY);
-  registerSecret(env.OPENAI_API_KEY);
   const thinking = env.TURNLOOM_ANTHROPIC_THINKING;
   if (thinking && !(Number.isSafeInteger(Number(thinking)) && Number(thinking) > 0)) {
     throw new UsageError(`TURNLOOM_ANTHROPIC_THINKING must be a whole number of tokens, not "${thinking}"`);
   }
+  registerSecret(env.ANTHROPIC_API_KEY);
+  registerSecret(env.OPENAI_API_KEY);
   const providers: Record<string, ProviderAdapter> = { scripted: new ScriptedProvider(script) };
   const models: Record<string, string> = {};
-  if (env.ANTHROPIC_API_KEY) {
-    models.anthropic = env.TURNLOOM_ANTHROPIC_MODEL ?? 'claude-sonnet-4-5';
-    const options = {
-      apiKey: env.ANTHROPIC_API_KEY,
-      ...(env.ANTHROPIC_BASE_URL ? { baseURL: env.ANTHROPIC_BASE_URL } : {}),
-      ...(env.TURNLOOM_ANTHROPIC_THINKING ? { thinkingBudgetTokens: Number(env.TURNLOOM_ANTHROPIC_THINKING), maxTokens: Number(env.TURNLOOM_ANTHROPIC_THINKING) + 8_192 } : {}),
-      defaultModel: models.anthropic,
-    };
-    providers.anthropic = new LazyProvider('anthropic', async () => new (await import('../adapters/providers/anthropicProvider.ts')).AnthropicProvider(options));
+  const needs: Record<string, string> = { scripted: knownProviders.scripted! };
+  for (const [name, plan] of Object.entries(providerPlans(env, config))) {
+    needs[name] = `needs ${plan.keyVariable}`;
+    const apiKey = env[plan.keyVariable];
+    registerSecret(apiKey);
+    if (!apiKey) continue;
+    models[name] = plan.model;
+    const connection = { apiKey, ...(plan.baseUrl ? { baseURL: plan.baseUrl } : {}), defaultModel: plan.model };
+    switch (plan.kind) {
+      case 'anthropic': {
+        const options = { ...connection, ...(thinking ? { thinkingBudgetTokens: Number(thinking), maxTokens: Number(thinking) + 8_192 } : {}) };
+        providers[name] = new LazyProvider(name, async () => new (await import('../adapters/providers/anthropicProvider.ts')).AnthropicProvider(options));
+        break;
+      }
+      case 'openai-chat':
+        providers[name] = new LazyProvider(name, async () => new (await import('../adapters/providers/openaiChatProvider.ts')).OpenAiChatProvider(connection));
+        break;
+      case 'openai-responses':
+        providers[name] = new LazyProvider(name, async () => new (await import('../adapters/providers/openaiResponsesProvider.ts')).OpenAiResponsesProvider(connection));
+        break;
+    }
   }
-  if (env.OPENAI_API_KEY) {
-    const options = { apiKey: env.OPENAI_API_KEY, ...(env.OPENAI_BASE_URL ? { baseURL: env.OPENAI_BASE_URL } : {}), defaultModel: env.TURNLOOM_OPENAI_MODEL ?? 'gpt-4.1-mini' };
-    models['openai-chat'] = options.defaultModel;
-    models['openai-responses'] = options.defaultModel;
-    providers['openai-chat'] = new LazyProvider('openai-chat', async () => new (await import('../adapters/providers/openaiChatProvider.ts')).OpenAiChatProvider(options));
-    providers['openai-responses'] = new LazyProvider('openai-responses', async () => new (await import('../adapters/providers/openaiResponsesProvider.ts')).OpenAiResponsesProvider(options));
+  const { flags } = choices;
+  const withoutFlag = env.TURNLOOM_PROVIDER ?? config.provider ?? Object.keys(providers).find((candidate) => candidate !== 'scripted') ?? 'scripted';
+  const name = flags?.provider ?? withoutFlag;
+  if (!providers[name]) {
+    const said = flags?.provider !== undefined ? flags.command : env.TURNLOOM_PROVIDER !== undefined ? 'TURNLOOM_PROVIDER' : `${(choices.files ?? []).join(' + ')}: provider`;
+    throw new UsageError(unknownProvider(said, name, providers, needs));
   }
-  const name = env.TURNLOOM_PROVIDER ?? Object.keys(providers).find((candidate) => candidate !== 'scripted') ?? 'scripted';
-  if (!providers[name]) throw new UsageError(unknownProvider('TURNLOOM_PROVIDER', name, providers));
-  const defaultProvider: ProviderChoice = { name, model: env.TURNLOOM_MODEL ?? models[name] ?? null };
+  const configModel = config.model !== undefined && name === (config.provider ?? withoutFlag) ? config.model : undefined;
+  const chosenModel = name === withoutFlag ? (env.TURNLOOM_MODEL ?? configModel) : undefined;
+  const defaultProvider: ProviderChoice = { name, model: flags?.model ?? chosenModel ?? models[name] ?? null };
   return {
     providers,
     defaultProvider,
     summary: `providers: ${Object.keys(providers).join(', ')}; default ${name}${defaultProvider.model ? ` (${defaultProvider.model})` : ''}`,
+    needs,
   };
 }

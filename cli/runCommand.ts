@@ -2,7 +2,8 @@ import { type PermissionMode, permissionModes } from '../domain/index.ts';
 import { UsageError, integerOption, parseOptions } from './cliErrors.ts';
 import { failureHint } from './run/failureHint.ts';
 import { terminalJson } from './terminalText.ts';
-import { providersFromEnvironment, unknownProvider } from './providerRegistry.ts';
+import { providersFromEnvironment } from './providerRegistry.ts';
+import { commandConfig, compactionOptions } from './commandConfig.ts';
 import type { ApprovalPolicy } from './run/approvalAnswers.ts';
 import { type RunReport, runEmbedded } from './run/embeddedRun.ts';
 import { dataFolderFor, workspaceSetup } from './workspaceSetup.ts';
@@ -22,7 +23,9 @@ export const runUsage = `turnloom run "<prompt>" [options]   one turn on the wor
   --json              print { threadId, title, turnId, status, error, text, toolCalls, approvals, checkpoint, usage } and nothing else
   In a terminal, a line typed while the turn runs is steered into it (the model reads it at its next step);
   start the line with /queue to run it as the next turn instead. The report is of the last turn that ran.
-  Keys: OPENAI_API_KEY (+ OPENAI_BASE_URL for any OpenAI-compatible server), ANTHROPIC_API_KEY.`;
+  Keys: OPENAI_API_KEY (+ OPENAI_BASE_URL for any OpenAI-compatible server), ANTHROPIC_API_KEY.
+  Configuration: $XDG_CONFIG_HOME/turnloom/config.json and turnloom.json in the workspace (docs/config.md);
+  flags and the variables above win over them.`;
 
 const policies: readonly ApprovalPolicy[] = ['ask', 'auto', 'deny'];
 
@@ -62,13 +65,12 @@ export async function runCommand(args: string[]): Promise<number> {
 
   const dataDir = await dataFolderFor(values.cwd!, values.data);
   const workspace = await workspaceSetup('run', '--cwd', values.cwd!, dataDir);
-  const setup = await providersFromEnvironment(process.env, values.script);
-  const name = values.provider ?? setup.defaultProvider.name;
-  if (!setup.providers[name]) throw new UsageError(unknownProvider('run', name, setup.providers));
-  const model = values.model ?? (name === setup.defaultProvider.name ? setup.defaultProvider.model : null);
+  const { config, files } = commandConfig(workspace.workspace);
+  const setup = await providersFromEnvironment(process.env, values.script, { config, files, flags: { command: 'run', provider: values.provider, model: values.model } });
+  const { name, model } = setup.defaultProvider;
   const notes = process.stderr;
   if (Object.keys(setup.providers).length === 1) notes.write('turnloom: no OPENAI_API_KEY or ANTHROPIC_API_KEY is set, so the scripted provider answers\n');
-  if (!values.json) notes.write(`turnloom run — ${name}${model ? ` (${model})` : ''}, ${workspace.summary}, approvals: ${policy}\n`);
+  if (!values.json) notes.write(`turnloom run — ${name}${model ? ` (${model})` : ''}, ${workspace.summary}, approvals: ${policy}${files.length > 0 ? `, config: ${files.join(', ')}` : ''}\n`);
   if (workspace.isolationWarning) notes.write(`turnloom: ${workspace.isolationWarning}\n`);
 
   const report = await runEmbedded({
@@ -79,8 +81,12 @@ export async function runCommand(args: string[]): Promise<number> {
     providers: setup.providers,
     provider: { name, model },
     policy,
-    mode: values.mode as PermissionMode | undefined,
+    // A new thread takes the configured mode; a thread continued keeps its own unless --mode says otherwise.
+    mode: (values.mode as PermissionMode | undefined) ?? (values.thread === undefined && !values.continue ? config.permissions?.mode : undefined),
     contextWindow,
+    compaction: compactionOptions(config, contextWindow, name),
+    threadDefaults: { rules: config.permissions?.rules ?? [], compaction: config.compaction?.auto === false ? 'off' : 'auto' },
+    config,
     view: values.json ? null : { out: process.stdout, tty: process.stdout.isTTY === true },
     input: process.stdin,
     prompts: values.json ? process.stderr : process.stdout,

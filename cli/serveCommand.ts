@@ -12,6 +12,7 @@ import { UsageError, integerOption, parseOptions, positiveOption, readJsonFile }
 import { type NatsSettings, checkInboxPrefix, checkPrefix, natsArgOptions, connectNats, natsSettings, refuseSecretFlags } from './natsOptions.ts';
 import { openStore } from './openStore.ts';
 import { providersFromEnvironment } from './providerRegistry.ts';
+import { commandConfig, compactionOptions } from './commandConfig.ts';
 import { registerSecret } from './redact.ts';
 import { untilSignal } from './untilSignal.ts';
 import { dataFolderFor, workspaceSetup } from './workspaceSetup.ts';
@@ -39,6 +40,7 @@ export const serveUsage = `turnloom serve [options]
                       estimated over it compacts older turns first (default: the model's, if known)
   --workspace DIR     the folder the local worker's agent works in (default: this folder)
   --no-worker         run the engine alone: turns wait for workers started with \`turnloom worker\`
+                      (and reads only the user configuration file, not the workspace's turnloom.json)
   --cluster           one engine of a cluster (needs --nats URL[,URL…]): threads' logs live in the NATS server's
                       JetStream, each thread is owned by one engine at a time and taken over when its engine dies,
                       and this folder is the engine's copy (see docs/cluster.md)
@@ -116,7 +118,6 @@ export async function serveCommand(args: string[]): Promise<number> {
   const prefix = checkPrefix('serve', values.prefix!);
   const inboxPrefix = checkInboxPrefix('serve', values['inbox-prefix']);
   const auth = values.auth !== undefined ? readAuthFile(values.auth) : null;
-  const setup = await providersFromEnvironment(process.env, values.script);
   let nats: NatsSettings | null = null;
   if (values.nats !== undefined) {
     nats = natsSettings(values.nats, { user: values['nats-user'], credsFile: values['nats-creds'], env: process.env });
@@ -126,6 +127,10 @@ export async function serveCommand(args: string[]): Promise<number> {
   const dataDir = await dataFolderFor(values.workspace ?? '.', values.data);
   const secretFiles = [values.auth, values['nats-creds']].filter((file) => file !== undefined);
   const workspace = values['no-worker'] ? null : await workspaceSetup('serve', '--workspace', values.workspace ?? '.', dataDir, secretFiles);
+  // An engine alone serves no workspace, so only the user file speaks for it.
+  const { config, files } = commandConfig(workspace?.workspace ?? null);
+  const setup = await providersFromEnvironment(process.env, values.script, { config, files });
+  const compaction = compactionOptions(config, contextWindow, setup.defaultProvider.name);
 
   // Then the resources, each closed again if a later one fails.
   const telemetry = await startTelemetry('turnloom-serve');
@@ -161,7 +166,7 @@ export async function serveCommand(args: string[]): Promise<number> {
       maxPayloadBytes: limit,
       ...(approvalTimeout ? { approvalTimeoutMs: approvalTimeout * 1_000 } : {}),
       ...(leaseTimeout ? { workers: { leaseTimeoutMs: leaseTimeout * 1_000 } } : {}),
-      ...(contextWindow ? { runner: { compaction: { contextWindow } } } : {}),
+      runner: { compaction },
     });
     if (inspectPort !== undefined) relay = await startRelay({ bus, prefix, port: inspectPort, log, ...(token ? { token } : {}) }, '--inspect');
   } catch (error) {
@@ -176,6 +181,7 @@ export async function serveCommand(args: string[]): Promise<number> {
     console.log(`turnloom ${VERSION} serving on ${nats ? nats.display : 'the in-process bus (pass --nats URL to serve other processes)'}`);
     console.log(`  API: ${server.subjects.prefix}.v1.api.<method>  events: ${server.subjects.prefix}.v1.evt.<threadId>  live: ${server.subjects.prefix}.v1.live.<environment>.<threadId>.<lease channel>`);
     console.log(`  data: ${dataDir}`);
+    if (files.length > 0) console.log(`  config: ${files.join(', ')}`);
     if (cluster) {
       const health = cluster.health();
       console.log(`  cluster: engine ${health.engineId} of ${health.engines.length} (${health.engines.join(', ')}); log ${health.log.stream}, ${health.log.replicas} ${health.log.replicas === 1 ? 'copy' : 'copies'}`);

@@ -3,6 +3,7 @@ import { Worker } from '../services/worker/worker.ts';
 import { UsageError, integerOption, parseOptions } from './cliErrors.ts';
 import { checkInboxPrefix, checkPrefix, natsArgOptions, connectNats, natsSettings, refuseSecretFlags } from './natsOptions.ts';
 import { providersFromEnvironment } from './providerRegistry.ts';
+import { commandConfig, compactionOptions } from './commandConfig.ts';
 import { untilSignal } from './untilSignal.ts';
 import { cliLogger, logArgOptions, logSettings, logUsage } from './cliLogger.ts';
 import { startTelemetry } from './telemetry.ts';
@@ -17,6 +18,7 @@ export const workerUsage = `turnloom worker --nats URL --workspace DIR [options]
   --id ID             its worker id (default: made up)
   --prefix P          subject prefix (default turnloom)
   --script FILE       script for the scripted provider; provider keys come from this worker's environment
+                      (the configuration files say which variables: docs/config.md)
   --concurrency N     turns it runs at once (default 64)
   --context-window N  the model's context window in tokens, when its known one is wrong or unknown: a request
                       estimated over it compacts older turns first (default: the model's, if known)
@@ -55,7 +57,9 @@ export async function workerCommand(args: string[]): Promise<number> {
   const concurrency = integerOption('worker', 'concurrency', values.concurrency, { min: 1, max: 1_000 });
   const contextWindow = integerOption('worker', 'context-window', values['context-window'], { min: 1_000, unit: 'tokens' });
   const log = cliLogger(logSettings('worker', values['log-format'], values['log-level']));
-  const setup = await providersFromEnvironment(process.env, values.script);
+  const { config, files } = commandConfig(workspace.workspace);
+  const setup = await providersFromEnvironment(process.env, values.script, { config, files });
+  const compaction = compactionOptions(config, contextWindow, setup.defaultProvider.name);
   const nats = natsSettings(values.nats, { user: values['nats-user'], credsFile: values['nats-creds'], env: process.env });
 
   const telemetry = await startTelemetry('turnloom-worker');
@@ -75,10 +79,11 @@ export async function workerCommand(args: string[]): Promise<number> {
       adapterFor: (choice) => setup.providers[choice.name],
       log,
       ...(concurrency ? { concurrency } : {}),
-      ...(contextWindow ? { loop: { compaction: { contextWindow } } } : {}),
+      loop: { compaction },
     }).start();
     console.log(`turnloom worker ${worker.workerId} on ${nats.display}, environment ${worker.environment}, ${workspace.summary}`);
     console.log(`  ${setup.summary}`);
+    if (files.length > 0) console.log(`  config: ${files.join(', ')}`);
     if (telemetry.enabled) console.log('  telemetry: traces and metrics over OTLP/HTTP (OTEL_* variables)');
     if (workspace.isolationWarning) console.warn(`  ${workspace.isolationWarning}`);
     for (const warning of nats.warnings) console.warn(`  ${warning}`);

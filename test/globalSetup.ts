@@ -17,6 +17,9 @@ export default async function setup(project: TestProject): Promise<() => Promise
   // Commands run without --data keep their threads under the XDG data home: the tests' own, never the user's.
   const dataHome = mkdtempSync(join(tmpdir(), 'turnloom-xdg-'));
   process.env.XDG_DATA_HOME = dataHome;
+  // Nor do they read the user's configuration file: an empty config home of their own (a test that wants one makes one).
+  const configHome = mkdtempSync(join(tmpdir(), 'turnloom-xdg-config-'));
+  process.env.XDG_CONFIG_HOME = configHome;
   ensureNatsServer();
   // The grep tool uses ripgrep when it is there; its test says what to install when it cannot be brought.
   installFromDebian('rg', 'ripgrep');
@@ -27,5 +30,6 @@ export default async function setup(project: TestProject): Promise<() => Promise
   return async () => {
     await server.dispose();
     rmSync(dataHome, { recursive: true, force: true });
+    rmSync(configHome, { recursive: true, force: true });
   };
 }

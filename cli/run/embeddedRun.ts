@@ -1,9 +1,11 @@
 import { InProcessHub } from '../../bus/index.ts';
 import { TurnloomClient } from '../../client/index.ts';
-import type { CheckpointDiff, FileChange, FileChanges, PermissionMode, ProviderAdapter, ProviderChoice, ThreadView, TurnView, Usage } from '../../domain/index.ts';
+import type { CheckpointDiff, FileChange, FileChanges, PermissionMode, PermissionRule, ProviderAdapter, ProviderChoice, ThreadView, TurnView, Usage } from '../../domain/index.ts';
 import { TurnloomError } from '../../domain/index.ts';
 import type { LmdbStore } from '../../adapters/lmdbStore.ts';
 import { type TurnloomServer, startTurnloomServer } from '../../services/turnloomServer.ts';
+import type { TurnloomConfig } from '../../services/config/index.ts';
+import type { WorkerOptions } from '../../services/worker/worker.ts';
 import { openStore } from '../openStore.ts';
 import { tempFolder } from '../tempFolder.ts';
 import type { WorkspaceSetup } from '../workspaceSetup.ts';
@@ -17,6 +19,15 @@ export interface RunRequest {
   workspace: WorkspaceSetup;
   /** The model's context window in tokens, instead of the known one (`null`: the known one). */
   contextWindow?: number | null;
+  /** How the worker compacts (`contextWindow` above wins over this one's). */
+  compaction?: NonNullable<WorkerOptions['loop']>['compaction'];
+  /** What a new thread starts with besides `mode`: its permission rules and whether it compacts (default: none, auto). */
+  threadDefaults?: { rules?: PermissionRule[]; compaction?: 'auto' | 'off' };
+  /**
+   * The configuration files' content, for what this run does not use yet
+   * (agents, MCP servers): whoever wires them finds them here.
+   */
+  config?: TurnloomConfig;
   /** Where the thread is kept; `null`: a temporary folder, removed after the run. */
   dataDir: string | null;
   /** Continue this thread (it must be in `dataDir`), or `last`: the thread of `dataDir` that ran last. */
@@ -90,7 +101,7 @@ export async function runEmbedded(request: RunRequest): Promise<RunReport> {
     providers: request.providers,
     defaultProvider: request.provider,
     localWorker: { workspace: workspace.workspace, tools: workspace.tools, checkpoints: workspace.checkpoints },
-    ...(request.contextWindow ? { runner: { compaction: { contextWindow: request.contextWindow } } } : {}),
+    runner: { compaction: { ...request.compaction, ...(request.contextWindow ? { contextWindow: request.contextWindow } : {}) } },
   }).catch(async (error: unknown) => {
     await store.close().catch(() => undefined);
     temporary?.remove();
@@ -246,8 +257,16 @@ function checkpointReport(id: string, diff: CheckpointDiff, summary: string | nu
 async function threadToRun(request: RunRequest, store: LmdbStore, server: TurnloomServer, client: TurnloomClient): Promise<string> {
   const wanted = request.threadId;
   if (wanted === null) {
-    const { workspace, mode, prompt } = request;
-    return (await client.call('thread.create', { title: prompt.slice(0, 200), workspace: workspace.workspace, ...(mode ? { mode } : {}) })).threadId;
+    const { workspace, mode, prompt, threadDefaults } = request;
+    return (
+      await client.call('thread.create', {
+        title: prompt.slice(0, 200),
+        workspace: workspace.workspace,
+        ...(mode ? { mode } : {}),
+        ...(threadDefaults?.rules?.length ? { rules: threadDefaults.rules } : {}),
+        ...(threadDefaults?.compaction ? { compaction: threadDefaults.compaction } : {}),
+      })
+    ).threadId;
   }
   if (typeof wanted === 'string') {
     if (!server.engine.summary(wanted)) throw new TurnloomError('not_found', `no thread ${wanted} in ${request.dataDir}: pass the --data folder it was run with`, { threadId: wanted });
