@@ -5,6 +5,7 @@ import type { PermissionMode, PermissionRule, Permissions } from './permissions.
 import type { CapturedTree, CheckpointDiff, CheckpointSide, FileChanges } from './checkpoints.ts';
 import type { ProviderMessage, ToolKind } from './providerAdapter.ts';
 import type { SideTaskKind } from './sideWork.ts';
+import type { RequestContext, RequestHeader } from './requestRecord.ts';
 
 /** What a piece of an assistant message holds. */
 export type PartKind = 'text' | 'reasoning' | 'tool';
@@ -56,8 +57,8 @@ export type DomainEvent =
       environment: string;
       permissions: Permissions;
     }
-  /** The thread's permission mode, its rules, whether it compacts, or some of them, replaced (`null`: unchanged). */
-  | { type: 'thread.configured'; mode: PermissionMode | null; rules: PermissionRule[] | null; compaction?: CompactionSetting | null }
+  /** The thread's permission mode, its rules, whether it compacts, its agent, or some of them, replaced (`null`: unchanged). */
+  | { type: 'thread.configured'; mode: PermissionMode | null; rules: PermissionRule[] | null; compaction?: CompactionSetting | null; agent?: string | null }
   /** A rule added by an answer (`always`): from now on, such calls run without asking. */
   | { type: 'permission.ruleAdded'; rule: PermissionRule; by: string; approvalId: string | null }
   | { type: 'thread.renamed'; title: string }
@@ -77,6 +78,8 @@ export type DomainEvent =
       mode: PermissionMode | null;
       /** The trace the turn belongs to (a W3C traceparent), when it was started in one: the spans of whoever runs it join it. */
       trace?: string;
+      /** The agent it runs as, when the turn named one (else the thread's, else `build`). */
+      agent?: string;
     }
   /**
    * A turn accepted while another is open (`whileRunning: queue`, or
@@ -91,12 +94,17 @@ export type DomainEvent =
       mode: PermissionMode | null;
       place: 'back' | 'front';
       trace?: string;
+      agent?: string;
     }
   /** Input for the open turn while it runs (`whileRunning: steer`): it waits in the turn's inbox for the next step boundary. */
   | { type: 'input.steered'; turnId: string; inputId: string; text: string }
   /** The worker took inbox input into the step it is about to start: each becomes a user part the model reads in that step. */
   | { type: 'input.claimed'; turnId: string; inputIds: string[]; step: number }
   | { type: 'turn.started'; turnId: string }
+  /** What the turn's prompt is built from, snapshotted by the worker that started it (see `RequestContext`). */
+  | { type: 'request.context'; turnId: string; context: RequestContext }
+  /** What the model calls from step `step` on are told beyond the conversation, when it first appears or changes (see `RequestHeader`). */
+  | { type: 'request.header'; turnId: string; step: number; header: RequestHeader }
   /**
    * A worker's hook replaced what the model reads from step `step` on: the
    * conversation is `messages`, then this turn's answers from that step, then

@@ -33,3 +33,6 @@ export type { Logger, LogFields, LogMethod } from './logger.ts';
 export { errorFields, silentLogger } from './logger.ts';
 export { type McpServerSpec, isStdioServer, mcpServerNamePattern } from './mcpServer.ts';
 export { VERSION } from './version.ts';
+export type { RequestHeader, RequestContext, InstructionsFile } from './requestRecord.ts';
+export type { AgentProfile } from './agentProfile.ts';
+export { DEFAULT_AGENT, builtinAgents, agentMode, agentOffers } from './agentProfile.ts';

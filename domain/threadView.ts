@@ -3,6 +3,7 @@ import type { CapturedTree, FileChanges, TurnCheckpoint } from './checkpoints.ts
 import type { PermissionMode, Permissions } from './permissions.ts';
 import type { ProviderMessage, ToolKind } from './providerAdapter.ts';
 import type { LogCursor } from './logCursor.ts';
+import type { RequestContext, RequestHeader } from './requestRecord.ts';
 
 /**
  * The read model of a thread, a pure fold of its events. Lifecycle `state`
@@ -42,6 +43,12 @@ export interface ThreadView {
   compaction: CompactionSetting;
   /** What the model reads instead of the whole history, since a compaction or a hook replaced it; `null`: the whole history. */
   context: ContextView | null;
+  /** The agent its turns run as when a turn names none (`null`: `build`). Absent in threads recorded before agents. */
+  agent?: string | null;
+  /** What the latest model call was told beyond the conversation, as the log recorded it. Absent before requests were recorded. */
+  header?: (RequestHeader & { seq: number }) | null;
+  /** The snapshot the latest turn that took one was started with (only the latest: a view is rewritten with every commit). */
+  turnContext?: { turnId: string; context: RequestContext } | null;
   /** Activities not tied to a turn. */
   activities: ActivityView[];
   /** Why its workspace keeps no checkpoints, once a worker found out. */
@@ -84,6 +91,8 @@ export interface TurnView {
   leases: number;
   /** This run's permission mode, when it is not the thread's. */
   mode: PermissionMode | null;
+  /** The agent it was asked to run as (`null`: the thread's); `request.context` records the one it ran as. */
+  agent?: string | null;
   /** The trace it runs in (a W3C traceparent), when it was started in one. Absent in turns recorded before traces. */
   trace?: string | null;
   /** The work tree before its first change and after it; `null` when it changed nothing (or nothing could be captured). */

@@ -51,6 +51,10 @@ export function routeEvent(event: DomainEvent): Delivery[] {
       return [turn(event.turnId, { type: 'input.claimed', count: event.inputIds.length })];
     case 'context.replaced':
       return [turn(event.turnId, { type: 'context.replaced' })];
+    case 'request.context':
+      return [turn(event.turnId, { type: 'request.context' })];
+    case 'request.header':
+      return [turn(event.turnId, { type: 'request.header' })];
     case 'compaction.started':
       return [session({ type: 'compaction.started' })];
     case 'context.compacted':

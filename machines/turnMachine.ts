@@ -12,6 +12,8 @@ export type TurnEvent =
   | { type: 'input.steered' }
   | { type: 'input.claimed'; count: number }
   | { type: 'context.replaced' }
+  | { type: 'request.context' }
+  | { type: 'request.header' }
   | { type: 'step.started'; step: number }
   | { type: 'response.started' }
   | { type: 'part.started'; partId: string }
@@ -42,6 +44,8 @@ export const turnEventDescriptions: Record<TurnEvent['type'], string> = {
   'input.steered': 'A client steered input into the open turn; it waits in the turn’s inbox, and a model call already streaming is not disturbed.',
   'input.claimed': 'The worker took waiting input into the step it is about to start; only between steps, so a step’s request never changes mid-call.',
   'context.replaced': 'What the model reads from the next step on was replaced (a compaction, or a worker’s hook); only between steps.',
+  'request.context': 'The worker recorded what the turn’s prompt is built from (workspace, git, project instructions, agent); only between steps.',
+  'request.header': 'The worker recorded what the next model calls are told beyond the conversation (system prompt, tools, model); only between steps.',
   'step.started': 'One model call begins; opens a step that must be finished before the turn can settle.',
   'response.started': 'The provider began its answer to this step’s call; a second start in the same step is refused.',
   'part.started': 'The model produced its first (or next) piece of output in this step.',
@@ -97,6 +101,8 @@ export const turnMachine = setup({
             'step.started': { target: 'requesting', actions: 'countStep' },
             'input.claimed': { actions: 'noteClaimed' },
             'context.replaced': { actions: 'countReplacement' },
+            'request.context': 'betweenSteps',
+            'request.header': 'betweenSteps',
             'turn.completed': '#turn.completed',
             'turn.failed': '#turn.failed',
             'turn.interruptRequested': '#turn.interrupting.stepClosed',

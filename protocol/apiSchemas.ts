@@ -22,6 +22,7 @@ const provider = z
 
 const compactionSetting = z.enum(['auto', 'off']).describe('`off`: a turn whose context no longer fits fails instead of compacting older turns');
 const permissionMode = z.enum(['ask', 'auto-edits', 'full', 'read-only']).describe('`ask`: reads run, edits and commands ask; `auto-edits`: commands ask; `full`: all run; `read-only`: only reads run');
+const agentName = z.string().regex(/^[a-zA-Z0-9_-]{1,32}$/, 'must be 1-32 letters, digits, "_" or "-"');
 const rules = z
   .array(
     z
@@ -50,12 +51,13 @@ export const apiParams = {
       mode: permissionMode.default('ask'),
       rules: rules.default([]),
       compaction: compactionSetting.default('auto'),
+      agent: agentName.optional().describe('The agent its turns run as when they name none (default `build`)'),
     })
     .strict(),
   'thread.configure': z
-    .object({ commandId, threadId: id, mode: permissionMode.optional(), rules: rules.optional().describe('Replaces the thread’s rules'), compaction: compactionSetting.optional() })
+    .object({ commandId, threadId: id, mode: permissionMode.optional(), rules: rules.optional().describe('Replaces the thread’s rules'), compaction: compactionSetting.optional(), agent: agentName.optional().describe('The agent its turns run as when they name none') })
     .strict()
-    .refine((params) => params.mode !== undefined || params.rules !== undefined || params.compaction !== undefined, 'give a mode, rules, compaction, or some of them'),
+    .refine((params) => params.mode !== undefined || params.rules !== undefined || params.compaction !== undefined || params.agent !== undefined, 'give a mode, rules, compaction, an agent, or some of them'),
   'thread.rename': z.object({ commandId, threadId: id, title: z.string().min(1).max(200) }).strict(),
   'thread.archive': z.object({ commandId, threadId: id }).strict(),
   'thread.list': z
@@ -85,6 +87,7 @@ export const apiParams = {
     .strict(),
   'thread.unwatch': z.object({ watchId: id }).strict(),
   'turn.start': z.object({ commandId, threadId: id, turnId: id.optional(), input: z.object({ text: z.string().min(1).max(200_000) }).strict(), provider: provider.optional(), mode: permissionMode.optional().describe('This run’s permission mode, instead of the thread’s'),
+    agent: agentName.optional().describe('The agent it runs as (`build`, `plan`, or one the worker’s configuration defines), instead of the thread’s'),
     whileRunning: z.enum(['queue', 'steer', 'interrupt']).optional().describe('When a turn is already open: queue it after (default), steer the input into the open turn, or interrupt the open turn and start after it'),
   }).strict(),
   'turn.interrupt': z.object({ commandId, threadId: id, turnId: id.optional(), reason: z.string().max(1_000).default('interrupted by the user') }).strict(),

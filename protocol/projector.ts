@@ -33,6 +33,9 @@ export function emptyThreadView(threadId: string, at: number): ThreadView {
     queue: [],
     compaction: 'auto',
     context: null,
+    agent: null,
+    header: null,
+    turnContext: null,
     activities: [],
     checkpointsOff: null,
     reverts: [],
@@ -73,6 +76,7 @@ function newTurn(event: Extract<DomainEvent, { type: 'turn.requested' }>, at: nu
     summary: null,
     mode: event.mode,
     trace: event.trace ?? null,
+    agent: event.agent ?? null,
     requestedAt: at,
     startedAt: null,
     endedAt: null,
@@ -208,7 +212,7 @@ function applyContent(view: ThreadView, event: DomainEvent, at: number, seq: num
     case 'thread.created':
       return { ...view, title: event.title, workspace: event.workspace, owner: event.owner, environment: event.environment, permissions: event.permissions, createdAt: at };
     case 'thread.configured':
-      return { ...view, permissions: { mode: event.mode ?? view.permissions.mode, rules: event.rules ?? view.permissions.rules }, compaction: event.compaction ?? view.compaction };
+      return { ...view, permissions: { mode: event.mode ?? view.permissions.mode, rules: event.rules ?? view.permissions.rules }, compaction: event.compaction ?? view.compaction, agent: event.agent ?? view.agent ?? null };
     case 'permission.ruleAdded':
       return { ...view, permissions: { ...view.permissions, rules: [...view.permissions.rules, event.rule] } };
     case 'thread.renamed':
@@ -231,6 +235,10 @@ function applyContent(view: ThreadView, event: DomainEvent, at: number, seq: num
       return mapTurn(view, event.turnId, (turn) => ({ ...turn, inbox: [...turn.inbox, { id: event.inputId, text: event.text, at, claimedInStep: null }] }));
     case 'input.claimed':
       return mapTurn(view, event.turnId, (turn) => claimInputs(turn, event.inputIds, event.step));
+    case 'request.context':
+      return { ...view, turnContext: { turnId: event.turnId, context: event.context } };
+    case 'request.header':
+      return { ...view, header: { ...event.header, seq } };
     case 'context.replaced':
       return { ...view, context: { base: event.messages, fromTurnId: event.turnId, fromStep: event.step, by: event.by, summary: null, setBefore: { turnId: event.turnId, step: event.step } } };
     case 'compaction.started':

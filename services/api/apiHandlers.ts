@@ -97,6 +97,7 @@ export const apiHandlers: { [M in ApiMethod]: Handler<M> } = {
           environment: params.environment,
           permissions: { mode: params.mode, rules: params.rules },
           compaction: params.compaction,
+          ...(params.agent ? { agent: params.agent } : {}),
         },
         idOrigin(params),
       );
@@ -114,7 +115,7 @@ export const apiHandlers: { [M in ApiMethod]: Handler<M> } = {
     handle: async ({ engine, principal }, params) => {
       requireThread(engine, principal, params.threadId);
       return engine.submit(
-        { type: 'thread.configure', commandId: commandIdOf(params), threadId: params.threadId, mode: params.mode ?? null, rules: params.rules ?? null, compaction: params.compaction ?? null },
+        { type: 'thread.configure', commandId: commandIdOf(params), threadId: params.threadId, mode: params.mode ?? null, rules: params.rules ?? null, compaction: params.compaction ?? null, ...(params.agent ? { agent: params.agent } : {}) },
         idOrigin(params),
       );
     },
@@ -202,6 +203,7 @@ export const apiHandlers: { [M in ApiMethod]: Handler<M> } = {
             input: params.input,
             provider: params.provider ?? defaultProvider,
             mode: params.mode ?? null,
+            ...(params.agent ? { agent: params.agent } : {}),
             ...(params.whileRunning ? { whileRunning: params.whileRunning } : {}),
             ...(trace ? { trace } : {}),
           },

@@ -48,6 +48,30 @@ const count = z.number().int().min(0);
 /** A list of changes as the domain caps it: totals of everything, the first files listed. */
 const fileChanges = { files: z.array(fileChange).max(100_000), filesChanged: count, additions: count, deletions: count, filesOmitted: count };
 
+const toolSpec = z.object({ name: z.string().min(1).max(256), description: z.string().max(100_000), inputSchema: z.record(z.string(), z.unknown()) }).strict();
+/** What a model call is told beyond the conversation; bounded, as a tool list and a prompt with project instructions can be long. */
+const requestHeader = z
+  .object({
+    provider: z.string().min(1).max(128),
+    model: z.string().max(512).nullable(),
+    system: z.string().max(1_000_000),
+    tools: z.array(toolSpec).max(1_000),
+    digest: z.string().min(1).max(128),
+  })
+  .strict();
+const requestContext = z
+  .object({
+    agent: z.string().regex(/^[a-zA-Z0-9_-]{1,32}$/),
+    workspace: z.string().max(4_096).nullable(),
+    platform: z.string().max(64),
+    date: z.string().regex(/^\d{4}-\d{2}-\d{2}$/),
+    git: z.object({ branch: z.string().max(1_024).nullable(), status: z.string().max(16_384) }).strict().nullable(),
+    provider: z.string().min(1).max(128),
+    model: z.string().max(512).nullable(),
+    instructions: z.array(z.object({ path: z.string().min(1).max(4_096), text: z.string().max(65_536), cut: z.boolean() }).strict()).max(32),
+  })
+  .strict();
+
 /** The events a worker may record; lease events and a turn's end by failure or interrupt go through the engine. */
 export type WorkerEvent = Extract<
   DomainEvent,
@@ -57,6 +81,8 @@ export type WorkerEvent = Extract<
       | 'session.failed'
       | 'activity.recorded'
       | 'turn.started'
+      | 'request.context'
+      | 'request.header'
       | 'input.steered'
       | 'input.claimed'
       | 'context.replaced'
@@ -99,6 +125,8 @@ export const workerEventSchema: z.ZodType<WorkerEvent> = z.union([
     data: z.record(z.string(), z.unknown()),
   }),
   event('turn.started', { turnId }),
+  event('request.context', { turnId, context: requestContext }),
+  event('request.header', { turnId, step: z.number().int().min(1), header: requestHeader }),
   event('input.steered', { turnId, inputId: id, text: z.string().min(1) }),
   event('input.claimed', { turnId, inputIds: z.array(id).min(1).max(1_000), step: z.number().int().min(1) }),
   event('context.replaced', { turnId, step: z.number().int().min(1), messages: z.array(providerMessage).max(100_000), by: z.string().min(1).max(128), reason: text }),

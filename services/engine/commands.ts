@@ -31,8 +31,10 @@ export type ClientCommand =
       permissions?: Permissions;
       /** Whether its context is compacted when it no longer fits (default `auto`). */
       compaction?: CompactionSetting;
+      /** The agent its turns run as when they name none (default `build`). */
+      agent?: string;
     }
-  | { type: 'thread.configure'; commandId: string; threadId: string; mode: PermissionMode | null; rules: PermissionRule[] | null; compaction?: CompactionSetting | null }
+  | { type: 'thread.configure'; commandId: string; threadId: string; mode: PermissionMode | null; rules: PermissionRule[] | null; compaction?: CompactionSetting | null; agent?: string | null }
   | { type: 'thread.rename'; commandId: string; threadId: string; title: string }
   | { type: 'thread.archive'; commandId: string; threadId: string }
   | {
@@ -48,6 +50,8 @@ export type ClientCommand =
       whileRunning?: WhileRunning;
       /** The trace the turn runs in (a W3C traceparent), recorded with it so its worker's spans join it. */
       trace?: string;
+      /** The agent it runs as, instead of the thread's. */
+      agent?: string;
     }
   | { type: 'turn.interrupt'; commandId: string; threadId: string; turnId: string | null; reason: string }
   | {

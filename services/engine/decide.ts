@@ -1,6 +1,6 @@
 import { idPattern } from '../../bus/subjects.ts';
-import { DEFAULT_ENVIRONMENT, type DomainEvent, IllegalTransition, TurnloomError, defaultPermissions } from '../../domain/index.ts';
-import { deriveMessages, requestDigest } from '../runtime/deriveRequest.ts';
+import { DEFAULT_ENVIRONMENT, type DomainEvent, IllegalTransition, type RequestHeader, TurnloomError, defaultPermissions } from '../../domain/index.ts';
+import { deriveMessages, headerDigest, messagesDigest, requestDigest } from '../runtime/deriveRequest.ts';
 import { createHash } from 'node:crypto';
 import type { Command, LeaseProof, Refusal } from './commands.ts';
 import { recordSideWork } from './recordSideWork.ts';
@@ -64,17 +64,32 @@ function requireLease(draft: ThreadDraft, turnId: string, proof: LeaseProof | un
   }
 }
 
+/** The header the log holds at `seq`, read from the event itself (the view's copy is only the worker's hint). */
+function loggedHeader(draft: ThreadDraft, seq: number): RequestHeader {
+  const event = draft.eventAt(seq);
+  if (event?.type !== 'request.header') throw new TurnloomError('internal', `thread ${draft.threadId}: no request header at seq ${seq}`, { seq });
+  return event.header;
+}
+
 /**
  * What the model is sent must be what the log says: a step's digest is
- * checked against the conversation derived from this log, right here.
+ * checked against the request derived from this log, right here: the
+ * header read from its event, and the conversation. A header is checked
+ * against its own digest as it is recorded.
  */
 function checkDigest(draft: ThreadDraft, event: DomainEvent): void {
+  if (event.type === 'request.header' && headerDigest(event.header) !== event.header.digest) {
+    throw new TurnloomError('conflict', `request header of turn ${event.turnId} does not match its digest; refusing it`, { turnId: event.turnId });
+  }
   if (event.type !== 'step.started' || event.digest === null) return;
-  const expected = requestDigest(deriveMessages(draft.view));
+  const messages = deriveMessages(draft.view);
+  const recorded = draft.view.header;
+  const expected = recorded ? requestDigest(loggedHeader(draft, recorded.seq), messages) : messagesDigest(messages);
   if (expected !== event.digest) {
-    throw new TurnloomError('conflict', `step ${event.step} of turn ${event.turnId} sent a conversation that diverges from the durable log; refusing it`, {
+    throw new TurnloomError('conflict', `step ${event.step} of turn ${event.turnId} would send a request (system prompt, tools, model or conversation) that diverges from the durable log; refusing it before anything is sent`, {
       expected,
       sent: event.digest,
+      ...(recorded ? { headerSeq: recorded.seq } : {}),
     });
   }
 }
@@ -151,11 +166,13 @@ function decideCommand(command: Command, draft: ThreadDraft): Refusal[] {
         environment: command.environment ?? DEFAULT_ENVIRONMENT,
         permissions: command.permissions ?? defaultPermissions(),
       });
-      if (command.compaction === 'off') draft.emit({ type: 'thread.configured', mode: null, rules: null, compaction: 'off' });
+      if (command.compaction === 'off' || command.agent) {
+        draft.emit({ type: 'thread.configured', mode: null, rules: null, ...(command.compaction === 'off' ? { compaction: 'off' } : {}), ...(command.agent ? { agent: command.agent } : {}) });
+      }
       return [];
     case 'thread.configure':
       requireActive(draft);
-      draft.emit({ type: 'thread.configured', mode: command.mode, rules: command.rules, ...(command.compaction ? { compaction: command.compaction } : {}) });
+      draft.emit({ type: 'thread.configured', mode: command.mode, rules: command.rules, ...(command.compaction ? { compaction: command.compaction } : {}), ...(command.agent ? { agent: command.agent } : {}) });
       return [];
     case 'thread.rename':
       requireActive(draft);

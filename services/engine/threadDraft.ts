@@ -141,8 +141,13 @@ export class ThreadDraft {
   }
 
   /** The `turn.queued` that queued a turn, with its whole input: emitted by this draft, or in the log. */
+  /** The event at `seq`, emitted in this draft or read from the log. */
+  eventAt(seq: number): DomainEvent | undefined {
+    return seq > this.base.seq ? this.events[seq - this.base.seq - 1]?.event : this.logged(seq);
+  }
+
   queuedTurn(queued: QueuedTurnView): Extract<DomainEvent, { type: 'turn.queued' }> {
-    const event = queued.seq > this.base.seq ? this.events[queued.seq - this.base.seq - 1]?.event : this.logged(queued.seq);
+    const event = this.eventAt(queued.seq);
     if (event?.type !== 'turn.queued' || event.queuedTurnId !== queued.turnId) throw new Error(`thread ${this.threadId}: turn ${queued.turnId} is not queued at seq ${queued.seq}`);
     return event;
   }

@@ -38,7 +38,7 @@ function requireNewTurnId(draft: ThreadDraft, turnId: string): void {
 export function startTurn(draft: ThreadDraft, command: Extract<Command, { type: 'turn.start' }>): void {
   const { turnId, input, provider } = command;
   const mode = command.mode ?? null;
-  const trace = command.trace ? { trace: command.trace } : {};
+  const trace = { ...(command.trace ? { trace: command.trace } : {}), ...(command.agent ? { agent: command.agent } : {}) };
   const openTurnId = draft.view.openTurnId;
   const queue = (place: 'back' | 'front') => {
     requireRoom(draft, { what: `the queue of thread ${draft.threadId}`, sizes: draft.view.queue.map((queued) => queued.bytes), later: 'send it again once queued turns have run' }, input.text);
@@ -105,13 +105,14 @@ export function followQueue(draft: ThreadDraft): void {
       provider: turn.provider,
       mode: turn.mode,
       place: 'front',
+      ...(turn.agent ? { agent: turn.agent } : {}),
     });
   }
   const next = draft.view.queue[0];
   if (draft.view.openTurnId !== null || next === undefined || draft.view.archived) return;
   try {
     const queued = draft.queuedTurn(next);
-    draft.emit({ type: 'turn.requested', turnId: next.turnId, input: queued.input, provider: next.provider, mode: next.mode, ...(queued.trace ? { trace: queued.trace } : {}) });
+    draft.emit({ type: 'turn.requested', turnId: next.turnId, input: queued.input, provider: next.provider, mode: next.mode, ...(queued.trace ? { trace: queued.trace } : {}), ...(queued.agent ? { agent: queued.agent } : {}) });
   } catch (error) {
     if (!(error instanceof IllegalTransition)) throw error;
   }

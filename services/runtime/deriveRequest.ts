@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { AssistantPart, PartView, ProviderMessage, ThreadView } from '../../domain/index.ts';
+import type { AssistantPart, PartView, ProviderMessage, ProviderRequest, RequestHeader, ThreadView } from '../../domain/index.ts';
 
 function assistantPart(part: PartView): AssistantPart | null {
   if (part.tool) return { kind: 'toolCall', callId: part.tool.callId, name: part.tool.name, input: part.tool.input ?? {} };
@@ -58,20 +58,32 @@ export function deriveMessages(view: ThreadView): ProviderMessage[] {
   return messages;
 }
 
-/** The system prompt, naming the workspace of the worker that runs the turn (where its tools work), not the one the thread was created with. */
-export function systemPrompt(workspace: string | null): string {
-  return [
-    'You are a careful coding agent working for the user in a shared thread.',
-    workspace ? `Your workspace is ${workspace}.` : 'No workspace is attached to this thread.',
-    'Tool calls may wait for a person to approve them; a refused call comes back as an error result.',
-  ].join(' ');
+/** What a header's digest covers: the request less its conversation. */
+export type HeaderFields = Omit<RequestHeader, 'digest'>;
+
+const sha = (text: string) => createHash('sha256').update(text).digest('hex').slice(0, 32);
+
+/** The digest of a header's fields, in a fixed order, so the same header always has the same digest. */
+export function headerDigest({ provider, model, system, tools }: HeaderFields): string {
+  return sha(JSON.stringify([provider, model, system, tools]));
 }
 
 /**
- * A digest of the conversation a model call sends. The worker records it with
- * `step.started`; the engine derives the conversation from its own log and
- * compares, so what the model saw is what the log says, across processes.
+ * A digest of the whole request a model call sends: its header and its
+ * conversation. The worker records it with `step.started`; the engine
+ * derives both from its own log and compares, so what the model is sent is
+ * what the log says, across processes.
  */
-export function requestDigest(messages: readonly ProviderMessage[]): string {
-  return createHash('sha256').update(JSON.stringify(messages)).digest('hex').slice(0, 32);
+export function requestDigest(header: HeaderFields, messages: readonly ProviderMessage[]): string {
+  return sha(`${headerDigest(header)}\n${JSON.stringify(messages)}`);
+}
+
+/** A digest of the conversation alone, as steps recorded before headers were (their logs still check). */
+export function messagesDigest(messages: readonly ProviderMessage[]): string {
+  return sha(JSON.stringify(messages));
+}
+
+/** The request of the next model call as the log holds it: its latest header and the conversation it derives. */
+export function deriveRequest(view: ThreadView, header: HeaderFields): ProviderRequest {
+  return { model: header.model, system: header.system, tools: header.tools, messages: deriveMessages(view) };
 }

@@ -1,6 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import type { DomainEvent, ProviderAdapter, ProviderErrorInfo, ProviderRequest, ToolSpec } from '../../domain/index.ts';
-import { deriveMessages, systemPrompt } from '../runtime/deriveRequest.ts';
+import { type DomainEvent, type ProviderAdapter, type ProviderErrorInfo, type ProviderRequest, type RequestContext, type ToolSpec, TurnloomError } from '../../domain/index.ts';
+import { type HeaderFields, deriveMessages, headerDigest, requestDigest } from '../runtime/deriveRequest.ts';
+import { renderSystemPrompt } from '../runtime/systemPrompt.ts';
+import { turnAgent } from './turnAgent.ts';
 import { compactContext } from './compaction.ts';
 import { reachWritten } from './reachWritten.ts';
 import type { TurnWork } from './turnWork.ts';
@@ -25,13 +27,23 @@ function contextOf(work: TurnWork, adapter: ProviderAdapter, step: number): () =
   });
 }
 
+/** The snapshot the turn was started with, as the log holds it. */
+function recordedContext(work: TurnWork): RequestContext {
+  const recorded = work.fold.context.view!.turnContext;
+  if (recorded?.turnId !== work.turnId) throw new TurnloomError('internal', `turn ${work.turnId} has no recorded context`, { turnId: work.turnId });
+  return recorded.context;
+}
+
 /**
  * The request of step `step`: the `preStep` waterfall first (a hook may
  * refuse the turn, or replace what the model reads, which is recorded and
- * read back from the log), then the conversation the log derives, then the
- * `request` waterfall (model, parameters, tools; each change noted).
+ * read back from the log), then the conversation the log derives and the
+ * system prompt rendered from the turn's recorded context, then the
+ * `request` waterfall (model, parameters, tools; each change noted). The
+ * header is recorded when it differs from the log's latest; `digest` covers
+ * the whole request, for the engine to check against its log.
  */
-export async function prepareRequest(work: TurnWork, adapter: ProviderAdapter, tools: ToolSpec[], step: number): Promise<ProviderRequest> {
+export async function prepareRequest(work: TurnWork, adapter: ProviderAdapter, tools: ToolSpec[], step: number): Promise<{ request: ProviderRequest; digest: string }> {
   const { turnId, outbox, hooks } = work;
   const context = contextOf(work, adapter, step);
   const view = () => work.fold.context.view!;
@@ -50,7 +62,8 @@ export async function prepareRequest(work: TurnWork, adapter: ProviderAdapter, t
     }
     if (outbox.lastSeq !== written) messages = deriveMessages(view());
   }
-  let request: ProviderRequest = { model: view().turns[turnId]!.provider.model, system: systemPrompt(work.workspace), messages, tools };
+  const provider = view().turns[turnId]!.provider;
+  let request: ProviderRequest = { model: provider.model, system: renderSystemPrompt(recordedContext(work), turnAgent(work).profile, tools), messages, tools };
   for (const hook of hooks.request ?? []) {
     const changed = await runHook('request', hook, () => hook.run(context(), request));
     if (!changed || changed === request) continue;
@@ -59,7 +72,11 @@ export async function prepareRequest(work: TurnWork, adapter: ProviderAdapter, t
     ]);
     request = changed;
   }
-  return request;
+  const header: HeaderFields = { provider: provider.name, model: request.model, system: request.system, tools: request.tools };
+  const digest = headerDigest(header);
+  // Compared with the digest the log's header was recorded with: a header edited in the log since is not taken as ours, and the engine's check refuses the call.
+  if (view().header?.digest !== digest) await outbox.record([{ type: 'request.header', turnId, step, header: { ...header, digest } }]);
+  return { request, digest: requestDigest(header, request.messages) };
 }
 
 /** The `requestError` waterfall after a failed model call: `true` when a hook asked to run the step again now. */

@@ -15,6 +15,7 @@ import {
   type TurnView,
   TurnloomError,
   type WorkspaceCheckpoints,
+  agentOffers,
   decidePermission,
   errorFields,
   waitingInput,
@@ -33,7 +34,7 @@ import {
 } from '../engine/turnRules.ts';
 import { isResumableStep } from '../engine/settleTurn.ts';
 import { MAX_UNCAPTURED } from '../dispatch/workerProtocol.ts';
-import { requestDigest } from '../runtime/deriveRequest.ts';
+import { agentNamed, agentPermissions, agentTools, askedAgent, turnAgent } from './turnAgent.ts';
 import { retryDelay } from '../runtime/retryPolicy.ts';
 import { StepIngestion } from '../runtime/stepIngestion.ts';
 import type { Outbox } from './outbox.ts';
@@ -96,9 +97,10 @@ async function runTurnToEnd(work: TurnWork): Promise<void> {
       if (signal.aborted) throw signal.reason;
       await reachWritten(work);
       await claimWaitingInput(work, step);
-      const request = await prepareRequest(work, adapter, tools.specs(), step);
+      await recordContext(work);
+      const { request, digest } = await prepareRequest(work, adapter, agentTools(turnAgent(work).profile, tools.specs()), step);
       // The engine checks the digest against its own log before anything is sent.
-      await outbox.record([{ type: 'step.started', turnId, step, digest: requestDigest(request.messages) }]);
+      await outbox.record([{ type: 'step.started', turnId, step, digest }]);
       work.tracing.stepStarted(step, request, turn().provider.name, turn().provider.model);
       const ingestion = new StepIngestion({ turnId, step, live: work.live, flushMs: options.flushMs, maxBufferChars: options.maxBufferChars });
       try {
@@ -205,6 +207,15 @@ async function open(work: TurnWork, adapter: ProviderAdapter): Promise<void> {
 }
 
 
+/** The snapshot the turn's prompt is built from, taken once, when its first step is about to start (the agent is checked first). */
+async function recordContext(work: TurnWork): Promise<void> {
+  if (work.fold.context.view!.turnContext?.turnId === work.turnId) return;
+  const agent = askedAgent(work);
+  agentNamed(work, agent);
+  await work.outbox.record([{ type: 'request.context', turnId: work.turnId, context: await work.snapshot(agent) }]);
+  await reachWritten(work);
+}
+
 /** One model call: canonical events in, domain events written as they become due; a silent stream is a dropped connection. */
 async function streamStep(work: TurnWork, adapter: ProviderAdapter, request: ProviderRequest, ingestion: StepIngestion): Promise<void> {
   const { signal, options, outbox } = work;
@@ -293,12 +304,17 @@ async function runTool(work: TurnWork, call: ToolCall, tools: ToolExecutor): Pro
   if (!part || !(part.state === 'running.tool.inputReady' || part.state === 'running.tool.awaitingApproval')) return;
   const partId = part.id;
   const executing: DomainEvent = { type: 'tool.executing', turnId, partId, toolCallId: call.callId };
+  const agent = turnAgent(work);
+  // The model may name a tool it was not offered: the agent's list is a limit, not a hint.
+  if (!agentOffers(agent.profile, call.name)) {
+    await work.outbox.record([{ type: 'part.failed', turnId, partId, error: `the ${agent.name} agent has no tool ${call.name}; it may use ${agentTools(agent.profile, tools.specs()).map((spec) => spec.name).join(', ') || 'none'}` }]);
+    return;
+  }
   const toolClass = tools.classify(call);
   const { kind, subject } = toolClass;
-  const view = work.fold.context.view!;
-  const mode = view.turns[turnId]!.mode ?? view.permissions.mode;
+  const { mode, permissions } = agentPermissions(work, agent.profile);
   // A call a person was already asked about goes by their answer, not by a second question.
-  const permission = asked ? 'ask' : decidePermission(view.permissions, mode, { tool: call.name, ...toolClass });
+  const permission = asked ? 'ask' : decidePermission(permissions, mode, { tool: call.name, ...toolClass });
   if (permission === 'deny') {
     await work.outbox.record([{ type: 'part.failed', turnId, partId, error: refusal(mode, kind) }]);
     return;

@@ -1,6 +1,6 @@
 import type { ThreadWatch } from '../../protocol/threadWatch.ts';
 import type { LiveDelta } from '../../protocol/liveBatch.ts';
-import type { Logger, ProviderAdapter, ToolExecutor, WorkspaceCheckpoints } from '../../domain/index.ts';
+import type { AgentProfile, Logger, ProviderAdapter, RequestContext, ToolExecutor, WorkspaceCheckpoints } from '../../domain/index.ts';
 import type { RetryPolicy } from '../runtime/retryPolicy.ts';
 import type { Outbox } from './outbox.ts';
 import type { TurnHooks } from './turnHooks.ts';
@@ -64,5 +64,9 @@ export interface TurnWork {
   log: Logger;
   /** The turn's spans on this worker (see `turnTracing.ts`). */
   tracing: TurnTracing;
+  /** The agent profiles this worker knows, the built-in ones included. */
+  agents: Readonly<Record<string, AgentProfile>>;
+  /** What the turn's prompt is built from, as this worker sees it now (see `turnContext.ts`). */
+  snapshot(agent: string): Promise<RequestContext>;
 }
 

@@ -4,7 +4,8 @@ import { z } from 'zod';
 import { startTicksOf } from '../../adapters/processIdentity.ts';
 import { JSON_TYPE, type Subjects, decode, subjects as subjectsFor } from '../../bus/index.ts';
 import { ThreadWatch } from '../../protocol/threadWatch.ts';
-import { type Bus, type BusSubscription, DEFAULT_ENVIRONMENT, type Logger, type ProviderAdapter, errorFields, silentLogger, type ProviderChoice, type ToolExecutor, TurnloomError, type WorkspaceCheckpoints } from '../../domain/index.ts';
+import { type AgentProfile, builtinAgents, type Bus, type BusSubscription, DEFAULT_ENVIRONMENT, type Logger, type ProviderAdapter, errorFields, silentLogger, type ProviderChoice, type ToolExecutor, TurnloomError, type WorkspaceCheckpoints } from '../../domain/index.ts';
+import { snapshotContext } from './turnContext.ts';
 import { type HelloAnswer, type RevertAnswer, revertTaskSchema } from '../dispatch/workerProtocol.ts';
 import { DEFAULT_MAX_PAYLOAD } from '../api/apiServer.ts';
 import { Inflight, answerRequest, parseParams } from '../api/requestReply.ts';
@@ -48,6 +49,10 @@ export interface WorkerOptions {
   sideWork?: Partial<SideWorkOptions> | false;
   /** Where it says what it did (claims, turns, failures); default: nowhere. */
   log?: Logger;
+  /** Agent profiles besides the built-in `build` and `plan` (a profile of the same name replaces the built-in one). */
+  agents?: Record<string, AgentProfile>;
+  /** The user's own instructions file, given to every turn after the project's AGENTS.md; default none. */
+  userInstructions?: string | null;
 }
 
 interface Run {
@@ -82,6 +87,7 @@ export class Worker {
   private readonly closing = unboundedController();
   private readonly loop: TurnLoopOptions;
   private readonly hooks: TurnHooks;
+  private readonly agents: Readonly<Record<string, AgentProfile>>;
   private readonly bounds: OutboxBounds;
   private heartbeatMs = 2_000;
   private heartbeat: NodeJS.Timeout | undefined;
@@ -115,6 +121,7 @@ export class Worker {
       retry: { ...defaultRetryPolicy, ...retry },
       compaction: { contextWindow: null, maxPerTurn: 2, keepRecentTurns: 1, ...compaction },
     };
+    this.agents = { ...builtinAgents, ...options.agents };
     this.hooks = combineHooks(compactionHooks(this.loop.compaction), options.hooks);
     this.bounds = { maxEvents: 10_000, maxBytes: 16 * 1024 * 1024, ...options.outbox };
     this.sideWork = options.sideWork === false ? null : new SideWork(this.link, options.adapterFor, { timeoutMs: 30_000, log: this.log, ...options.sideWork });
@@ -264,6 +271,8 @@ export class Worker {
         checkpoints: this.options.checkpoints,
         live: (delta) => live.add(delta),
         hooks: this.hooks,
+        agents: this.agents,
+        snapshot: (agent) => snapshotContext({ workspace: this.options.tools ? (this.options.workspace ?? null) : null, userInstructions: this.options.userInstructions ?? null, agent, provider: fold.context.view!.turns[turnId]!.provider }),
         signal,
         options: this.loop,
         log: this.log,

@@ -21,6 +21,8 @@ export const sampleEvents: { [N in LifecycleMachineName]: Samples<{ session: Ses
     'input.steered': { type: 'input.steered' },
     'input.claimed': { type: 'input.claimed', count: 1 },
     'context.replaced': { type: 'context.replaced' },
+    'request.context': { type: 'request.context' },
+    'request.header': { type: 'request.header' },
     'step.started': { type: 'step.started', step: 1 },
     'response.started': { type: 'response.started' },
     'part.started': { type: 'part.started', partId: 'p1' },

@@ -2,7 +2,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { DomainEvent } from '../../domain/index.ts';
 import type { Command } from '../../services/engine/commands.ts';
 import { leaseKeyHash } from '../../services/engine/decide.ts';
-import { deriveMessages, requestDigest } from '../../services/runtime/deriveRequest.ts';
+import { deriveMessages, messagesDigest } from '../../services/runtime/deriveRequest.ts';
 import { type EngineFixture, createThread, openEngineFixture, startTurn, turnEvents } from '../support/engineFixture.ts';
 
 const t = turnEvents('t1');
@@ -128,7 +128,7 @@ describe('leases and fencing', () => {
     const seq = (await fx.engine.getThread('th')).seq;
     await expect(fx.engine.submit(recordAs(token, [{ type: 'step.started', turnId: 't1', step: 1, digest: 'not-the-log' }]))).rejects.toMatchObject({ code: 'conflict' });
     expect((await fx.engine.getThread('th')).seq).toBe(seq);
-    const digest = requestDigest(deriveMessages(await fx.engine.getThread('th')));
+    const digest = messagesDigest(deriveMessages(await fx.engine.getThread('th')));
     await fx.engine.submit(recordAs(token, [{ type: 'step.started', turnId: 't1', step: 1, digest }]));
     expect((await turn()).state).toBe('running.requesting');
   });

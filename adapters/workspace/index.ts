@@ -1,0 +1,1 @@
+export { projectInstructions, INSTRUCTIONS_LIMITS } from './projectInstructions.ts';
