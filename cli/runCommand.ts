@@ -6,6 +6,7 @@ import { providersFromEnvironment } from './providerRegistry.ts';
 import { commandConfig, compactionOptions } from './commandConfig.ts';
 import type { ApprovalPolicy } from './run/approvalAnswers.ts';
 import { type RunReport, runEmbedded } from './run/embeddedRun.ts';
+import { checkAgent } from './workerSetup.ts';
 import { dataFolderFor, workspaceSetup } from './workspaceSetup.ts';
 
 export const runUsage = `turnloom run "<prompt>" [options]   one turn on the workspace, engine and worker in this process
@@ -14,6 +15,8 @@ export const runUsage = `turnloom run "<prompt>" [options]   one turn on the wor
   --model NAME        the provider's model
   --approve POLICY    ask (default in a terminal), auto (allow all), or deny (default otherwise)
   --mode MODE         ask, auto-edits, full or read-only: what runs without asking
+  --agent NAME        build (default: does the work), plan (reads and proposes; changes nothing),
+                      or one the configuration defines (docs/agents.md)
   --data DIR          keep the threads in this LMDB folder (default: one for this workspace under
                       $XDG_DATA_HOME/turnloom, never inside the workspace)
   --continue, -c      continue the thread that ran last in this workspace (or --data folder)
@@ -40,6 +43,7 @@ export async function runCommand(args: string[]): Promise<number> {
       model: { type: 'string' },
       approve: { type: 'string' },
       mode: { type: 'string' },
+      agent: { type: 'string' },
       data: { type: 'string' },
       thread: { type: 'string' },
       continue: { type: 'boolean', short: 'c', default: false },
@@ -67,10 +71,11 @@ export async function runCommand(args: string[]): Promise<number> {
   const workspace = await workspaceSetup('run', '--cwd', values.cwd!, dataDir);
   const { config, files } = commandConfig(workspace.workspace);
   const setup = await providersFromEnvironment(process.env, values.script, { config, files, flags: { command: 'run', provider: values.provider, model: values.model } });
+  const agent = values.agent === undefined ? undefined : checkAgent('run', config, values.agent);
   const { name, model } = setup.defaultProvider;
   const notes = process.stderr;
   if (Object.keys(setup.providers).length === 1) notes.write('turnloom: no OPENAI_API_KEY or ANTHROPIC_API_KEY is set, so the scripted provider answers\n');
-  if (!values.json) notes.write(`turnloom run — ${name}${model ? ` (${model})` : ''}, ${workspace.summary}, approvals: ${policy}${files.length > 0 ? `, config: ${files.join(', ')}` : ''}\n`);
+  if (!values.json) notes.write(`turnloom run — ${name}${model ? ` (${model})` : ''}, ${workspace.summary}, approvals: ${policy}${agent ? `, agent: ${agent}` : ''}${files.length > 0 ? `, config: ${files.join(', ')}` : ''}\n`);
   if (workspace.isolationWarning) notes.write(`turnloom: ${workspace.isolationWarning}\n`);
 
   const report = await runEmbedded({
@@ -87,6 +92,7 @@ export async function runCommand(args: string[]): Promise<number> {
     compaction: compactionOptions(config, contextWindow, name),
     threadDefaults: { rules: config.permissions?.rules ?? [], compaction: config.compaction?.auto === false ? 'off' : 'auto' },
     config,
+    ...(agent ? { agent } : {}),
     view: values.json ? null : { out: process.stdout, tty: process.stdout.isTTY === true },
     input: process.stdin,
     prompts: values.json ? process.stderr : process.stdout,

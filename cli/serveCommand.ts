@@ -2,6 +2,7 @@ import { type Bus, TurnloomError } from '../domain/index.ts';
 import { hostname } from 'node:os';
 import { InProcessHub, NatsBus, subjects } from '../bus/index.ts';
 import { ClusterNode } from '../services/cluster/index.ts';
+import { type ConfiguredWorker, configuredWorker } from './workerSetup.ts';
 import { cliLogger, logArgOptions, logSettings, logUsage } from './cliLogger.ts';
 import { startTelemetry } from './telemetry.ts';
 import { type AuthConfig, DEFAULT_MAX_PAYLOAD, authConfigSchema } from '../services/api/index.ts';
@@ -139,7 +140,9 @@ export async function serveCommand(args: string[]): Promise<number> {
   let server: TurnloomServer | undefined;
   let relay: InspectorRelay | undefined;
   let cluster: ClusterNode | undefined;
+  let configured: ConfiguredWorker | undefined;
   try {
+    if (workspace) configured = await configuredWorker(config, workspace.workspace, workspace.tools, log);
     bus = nats ? await connectNats(nats, 'turnloom-engine', inboxPrefix, log) : new InProcessHub(log).connect();
     const limit = payloadLimit(maxPayload, bus);
     if (values.cluster && bus instanceof NatsBus) {
@@ -161,7 +164,7 @@ export async function serveCommand(args: string[]): Promise<number> {
       ...(cluster ? { cluster } : {}),
       prefix,
       auth,
-      ...(workspace ? { providers: setup.providers, localWorker: { workspace: workspace.workspace, tools: workspace.tools, checkpoints: workspace.checkpoints } } : {}),
+      ...(workspace ? { providers: setup.providers, localWorker: { workspace: workspace.workspace, ...configured!.options, checkpoints: workspace.checkpoints } } : {}),
       defaultProvider: setup.defaultProvider,
       maxPayloadBytes: limit,
       ...(approvalTimeout ? { approvalTimeoutMs: approvalTimeout * 1_000 } : {}),
@@ -171,6 +174,7 @@ export async function serveCommand(args: string[]): Promise<number> {
     if (inspectPort !== undefined) relay = await startRelay({ bus, prefix, port: inspectPort, log, ...(token ? { token } : {}) }, '--inspect');
   } catch (error) {
     await server?.stop().catch(() => {});
+    await configured?.close();
     await bus?.close().catch(() => {});
     await store.close().catch(() => {});
     await telemetry.stop();
@@ -187,6 +191,7 @@ export async function serveCommand(args: string[]): Promise<number> {
       console.log(`  cluster: engine ${health.engineId} of ${health.engines.length} (${health.engines.join(', ')}); log ${health.log.stream}, ${health.log.replicas} ${health.log.replicas === 1 ? 'copy' : 'copies'}`);
     }
     console.log(`  ${values['no-worker'] ? 'no local worker (--no-worker): turns wait for `turnloom worker` processes' : `local worker ${server.worker!.workerId}; ${setup.summary}; ${workspace!.summary}`}`);
+    for (const note of configured?.notes ?? []) console.log(note);
     if (workspace?.isolationWarning) console.warn(`  ${workspace.isolationWarning}`);
     console.log(`  auth: ${auth ? `${Object.keys(auth.tokens).length} tokens` : 'open (every caller has every scope)'}`);
     for (const warning of nats?.warnings ?? []) console.warn(`  ${warning}`);
@@ -198,6 +203,7 @@ export async function serveCommand(args: string[]): Promise<number> {
     await relay?.stop();
     await server.stop();
   } finally {
+    await configured?.close();
     await bus.close();
     await telemetry.stop();
   }

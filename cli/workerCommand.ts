@@ -1,5 +1,6 @@
 import { idPattern } from '../bus/index.ts';
 import { Worker } from '../services/worker/worker.ts';
+import { configuredWorker } from './workerSetup.ts';
 import { UsageError, integerOption, parseOptions } from './cliErrors.ts';
 import { checkInboxPrefix, checkPrefix, natsArgOptions, connectNats, natsSettings, refuseSecretFlags } from './natsOptions.ts';
 import { providersFromEnvironment } from './providerRegistry.ts';
@@ -67,6 +68,7 @@ export async function workerCommand(args: string[]): Promise<number> {
     await telemetry.stop();
     throw error;
   });
+  const configured = await configuredWorker(config, workspace.workspace, workspace.tools, log);
   try {
     const worker = await new Worker({
       bus,
@@ -74,7 +76,7 @@ export async function workerCommand(args: string[]): Promise<number> {
       ...(values.id ? { workerId: values.id } : {}),
       environment: values.env!,
       workspace: workspace.workspace,
-      tools: workspace.tools,
+      ...configured.options,
       checkpoints: workspace.checkpoints,
       adapterFor: (choice) => setup.providers[choice.name],
       log,
@@ -84,12 +86,14 @@ export async function workerCommand(args: string[]): Promise<number> {
     console.log(`turnloom worker ${worker.workerId} on ${nats.display}, environment ${worker.environment}, ${workspace.summary}`);
     console.log(`  ${setup.summary}`);
     if (files.length > 0) console.log(`  config: ${files.join(', ')}`);
+    for (const note of configured.notes) console.log(note);
     if (telemetry.enabled) console.log('  telemetry: traces and metrics over OTLP/HTTP (OTEL_* variables)');
     if (workspace.isolationWarning) console.warn(`  ${workspace.isolationWarning}`);
     for (const warning of nats.warnings) console.warn(`  ${warning}`);
     await untilSignal('settling running turns…');
     await worker.stop();
   } finally {
+    await configured.close();
     await bus.close();
     await telemetry.stop();
   }

@@ -30,7 +30,7 @@ export interface TurnloomServerOptions {
   /** How the local worker runs turns (retries, timeouts, whether tools run…). */
   runner?: WorkerOptions['loop'];
   /** The local worker's id, environment, workspace (its tools and checkpoints), extension hooks and side work. */
-  localWorker?: Pick<WorkerOptions, 'workerId' | 'environment' | 'workspace' | 'concurrency' | 'tools' | 'checkpoints' | 'hooks' | 'sideWork' | 'agents' | 'userInstructions'>;
+  localWorker?: Pick<WorkerOptions, 'workerId' | 'environment' | 'workspace' | 'concurrency' | 'tools' | 'checkpoints' | 'hooks' | 'sideWork' | 'agents' | 'userInstructions' | 'defaultAgent'>;
   /** Leases, heartbeats and resumes of workers. */
   workers?: Omit<WorkerGatewayOptions, 'maxPayloadBytes'>;
   /** An interrupt nobody confirms is settled after this long (default 10 s). */

@@ -13,6 +13,7 @@ import { type ApprovalPolicy, type LineSource, answerApproval, lineSource } from
 import { visible } from '../terminalText.ts';
 import { TerminalView } from './terminalView.ts';
 import { TurnProgress } from './turnProgress.ts';
+import { configuredWorker } from '../workerSetup.ts';
 
 export interface RunRequest {
   prompt: string;
@@ -28,6 +29,8 @@ export interface RunRequest {
    * (agents, MCP servers): whoever wires them finds them here.
    */
   config?: TurnloomConfig;
+  /** The agent its turns run as (default: the thread's, else the configuration's, else build). */
+  agent?: string;
   /** Where the thread is kept; `null`: a temporary folder, removed after the run. */
   dataDir: string | null;
   /** Continue this thread (it must be in `dataDir`), or `last`: the thread of `dataDir` that ran last. */
@@ -95,15 +98,17 @@ export async function runEmbedded(request: RunRequest): Promise<RunReport> {
   const store = openStore(request.dataDir ?? temporary!.path);
   const hub = new InProcessHub();
   const { workspace } = request;
+  const configured = await configuredWorker(request.config ?? {}, workspace.workspace, workspace.tools);
   const server = await startTurnloomServer({
     bus: hub.connect(),
     store,
     providers: request.providers,
     defaultProvider: request.provider,
-    localWorker: { workspace: workspace.workspace, tools: workspace.tools, checkpoints: workspace.checkpoints },
+    localWorker: { workspace: workspace.workspace, ...configured.options, checkpoints: workspace.checkpoints },
     runner: { compaction: { ...request.compaction, ...(request.contextWindow ? { contextWindow: request.contextWindow } : {}) } },
   }).catch(async (error: unknown) => {
     await store.close().catch(() => undefined);
+    await configured.close();
     temporary?.remove();
     throw error;
   });
@@ -121,6 +126,7 @@ export async function runEmbedded(request: RunRequest): Promise<RunReport> {
       input: { text: request.prompt },
       provider: request.provider,
       ...(request.mode && request.threadId ? { mode: request.mode } : {}),
+      ...(request.agent ? { agent: request.agent } : {}),
     });
     let turnId = firstTurnId;
     // A turn a stopped run left open (resumed by this run's worker) goes first; ours is queued behind it.
@@ -134,7 +140,7 @@ export async function runEmbedded(request: RunRequest): Promise<RunReport> {
       const text = queued ? line.trim().slice('/queue '.length).trim() : line.trim();
       if (text === '') return;
       const sent = client
-        .call('turn.start', { threadId, input: { text }, provider: request.provider, whileRunning: queued ? 'queue' : 'steer' })
+        .call('turn.start', { threadId, input: { text }, provider: request.provider, whileRunning: queued ? 'queue' : 'steer', ...(request.agent ? { agent: request.agent } : {}) })
         .then((answer) => {
           // Typed just as the turn settled, it starts a turn of its own: followed like a queued one.
           if (answer.inbox !== 'steered') followUps.push(answer.turnId);
@@ -215,6 +221,7 @@ export async function runEmbedded(request: RunRequest): Promise<RunReport> {
     lines?.close();
     await client.bus.close().catch(() => undefined);
     await server.stop();
+    await configured.close();
     temporary?.remove();
   }
 }

@@ -18,7 +18,8 @@ const elsewhere = 'put it in the user file, or pass it on the command line';
  * ask or refuse more, never less. So no `permissions.mode`, no `allow`
  * rule, and an agent's mode only as narrow as it would be without the
  * project file. Nor may it point a provider at another server or another
- * key variable: the user's key would be sent where the file says.
+ * key variable: the user's key would be sent where the file says; nor
+ * add an MCP server, which is a program to start or a URL to send to.
  * Returns the first thing refused, or `null`.
  */
 export function projectFileRefusal(project: TurnloomConfig, user: TurnloomConfig): Refusal | null {
@@ -38,6 +39,11 @@ export function projectFileRefusal(project: TurnloomConfig, user: TurnloomConfig
     if (breadth[agent.mode] > breadth[base]) {
       return { path: `agents.${name}.mode`, message: `the project file may only narrow a mode, and "${agent.mode}" lets the agent do more than "${base}"; ${elsewhere}` };
     }
+  }
+  // A server is a program this process starts, or a URL it sends `${VAR}` values to: the model must not be able to add one.
+  const server = Object.keys(project.mcp ?? {})[0];
+  if (server !== undefined) {
+    return { path: `mcp.${server}`, message: 'the project file may not add MCP servers (a server is a program turnloom starts, or a URL it sends your variables to, and the model can edit this file); put it in the user file' };
   }
   for (const [name, provider] of Object.entries(project.providers ?? {})) {
     for (const key of ['baseUrl', 'apiKeyEnv'] as const) {

@@ -1,10 +1,10 @@
-import { type AgentProfile, DEFAULT_AGENT, type PermissionMode, type Permissions, type ToolSpec, TurnloomError, agentMode, agentOffers } from '../../domain/index.ts';
+import { type AgentProfile, type PermissionMode, type Permissions, type ToolSpec, TurnloomError, agentMode, agentOffers } from '../../domain/index.ts';
 import type { TurnWork } from './turnWork.ts';
 
-/** The agent a turn asks for: its own, else its thread's, else `build`. */
+/** The agent a turn asks for: its own, else its thread's, else the worker's default. */
 export function askedAgent(work: TurnWork): string {
   const view = work.fold.context.view!;
-  return view.turns[work.turnId]!.agent ?? view.agent ?? DEFAULT_AGENT;
+  return view.turns[work.turnId]!.agent ?? view.agent ?? work.defaultAgent;
 }
 
 /** The profile of a name this worker knows; a name it does not know fails the turn, saying which it knows. */

@@ -66,6 +66,8 @@ export interface TurnWork {
   tracing: TurnTracing;
   /** The agent profiles this worker knows, the built-in ones included. */
   agents: Readonly<Record<string, AgentProfile>>;
+  /** The agent of a turn whose thread names none. */
+  defaultAgent: string;
   /** What the turn's prompt is built from, as this worker sees it now (see `turnContext.ts`). */
   snapshot(agent: string): Promise<RequestContext>;
 }

@@ -4,7 +4,7 @@ import { z } from 'zod';
 import { startTicksOf } from '../../adapters/processIdentity.ts';
 import { JSON_TYPE, type Subjects, decode, subjects as subjectsFor } from '../../bus/index.ts';
 import { ThreadWatch } from '../../protocol/threadWatch.ts';
-import { type AgentProfile, builtinAgents, type Bus, type BusSubscription, DEFAULT_ENVIRONMENT, type Logger, type ProviderAdapter, errorFields, silentLogger, type ProviderChoice, type ToolExecutor, TurnloomError, type WorkspaceCheckpoints } from '../../domain/index.ts';
+import { type AgentProfile, builtinAgents, type Bus, DEFAULT_AGENT, type BusSubscription, DEFAULT_ENVIRONMENT, type Logger, type ProviderAdapter, errorFields, silentLogger, type ProviderChoice, type ToolExecutor, TurnloomError, type WorkspaceCheckpoints } from '../../domain/index.ts';
 import { snapshotContext } from './turnContext.ts';
 import { type HelloAnswer, type RevertAnswer, revertTaskSchema } from '../dispatch/workerProtocol.ts';
 import { DEFAULT_MAX_PAYLOAD } from '../api/apiServer.ts';
@@ -53,6 +53,8 @@ export interface WorkerOptions {
   agents?: Record<string, AgentProfile>;
   /** The user's own instructions file, given to every turn after the project's AGENTS.md; default none. */
   userInstructions?: string | null;
+  /** The agent of turns whose thread names none (default `build`). */
+  defaultAgent?: string;
 }
 
 interface Run {
@@ -272,6 +274,7 @@ export class Worker {
         live: (delta) => live.add(delta),
         hooks: this.hooks,
         agents: this.agents,
+        defaultAgent: this.options.defaultAgent ?? DEFAULT_AGENT,
         snapshot: (agent) => snapshotContext({ workspace: this.options.tools ? (this.options.workspace ?? null) : null, userInstructions: this.options.userInstructions ?? null, agent, provider: fold.context.view!.turns[turnId]!.provider }),
         signal,
         options: this.loop,

@@ -86,7 +86,7 @@ describe('the in-process turn runner', () => {
     expect((await client.call('thread.get', { threadId })).thread.workspace).toBeNull();
     const { turnId } = await client.call('turn.start', { threadId, input: { text: 'hi' } });
     await expect.poll(async () => (await turnState(client, threadId, turnId)).state, { timeout: 10_000 }).toBe('completed');
-    expect(systems[0]).toContain(`Your workspace is ${workspace.path}.`);
+    expect(systems[0]).toContain(`Workspace: ${workspace.path}\n`);
     expect(systems[0]).not.toContain('No workspace');
   });
 

@@ -1,0 +1,61 @@
+import { dirname, join } from 'node:path';
+import { McpTools } from '../adapters/mcp/index.ts';
+import { combineTools } from '../adapters/tools/index.ts';
+import { type AgentProfile, type Logger, type McpServerSpec, type ToolExecutor, builtinAgents, silentLogger } from '../domain/index.ts';
+import { type TurnloomConfig, userConfigPath } from '../services/config/index.ts';
+import type { WorkerOptions } from '../services/worker/index.ts';
+import { UsageError } from './cliErrors.ts';
+
+/** What the configuration adds to a worker: its agents, its MCP tools beside the workspace's, the user's instructions file. */
+export interface ConfiguredWorker {
+  options: Required<Pick<WorkerOptions, 'tools' | 'agents' | 'userInstructions'>> & Pick<WorkerOptions, 'defaultAgent'>;
+  /** One line for the console per MCP server: its tools, or why it has none. */
+  notes: string[];
+  /** Stops the MCP servers it started. */
+  close(): Promise<void>;
+}
+
+/** The agents a configuration defines, over the built-in ones (a field it leaves out keeps the built-in one's). */
+export function configuredAgents(config: TurnloomConfig): Record<string, AgentProfile> {
+  const agents: Record<string, AgentProfile> = { ...builtinAgents };
+  for (const [name, agent] of Object.entries(config.agents ?? {})) {
+    const base = agents[name] ?? { description: '', instructions: '' };
+    agents[name] = Object.fromEntries(Object.entries({ ...base, ...agent }).filter(([, value]) => value !== undefined)) as unknown as AgentProfile;
+  }
+  return agents;
+}
+
+/** `agent` when the configuration knows it; else one line saying which it knows. */
+export function checkAgent(command: string, config: TurnloomConfig, agent: string): string {
+  const known = Object.keys(configuredAgents(config));
+  if (!known.includes(agent)) throw new UsageError(`${command}: no agent "${agent}"; the agents are ${known.join(', ')} (define more under "agents" in the configuration: docs/agents.md)`);
+  return agent;
+}
+
+function serverSpecs(config: TurnloomConfig): McpServerSpec[] {
+  return Object.entries(config.mcp ?? {})
+    .filter(([, server]) => server.enabled !== false)
+    .map(([name, server]) => {
+      const { enabled: _enabled, ...spec } = server;
+      return { name, ...spec } as McpServerSpec;
+    });
+}
+
+/** Starts what the configuration asks of a worker on `workspace` (with `tools`, the workspace's own). */
+export async function configuredWorker(config: TurnloomConfig, workspace: string, tools: ToolExecutor, log: Logger = silentLogger): Promise<ConfiguredWorker> {
+  const servers = serverSpecs(config);
+  const mcp = servers.length > 0 ? await McpTools.start({ servers, root: workspace, log }) : null;
+  const notes = (mcp?.status() ?? []).map((server) => (server.state === 'ready' ? `  mcp ${server.name}: ${server.tools} tools` : `  mcp ${server.name}: not started: ${server.error ?? server.state}`));
+  return {
+    options: {
+      tools: mcp ? combineTools(tools, mcp) : tools,
+      agents: configuredAgents(config),
+      userInstructions: join(dirname(userConfigPath()), 'AGENTS.md'),
+      ...(config.agent ? { defaultAgent: config.agent } : {}),
+    },
+    notes,
+    close: async () => {
+      await mcp?.close();
+    },
+  };
+}
