@@ -1,4 +1,9 @@
+import { randomUUID } from 'node:crypto';
+import { createServer } from 'node:http';
 import { createRequire } from 'node:module';
+import type { AddressInfo } from 'node:net';
+import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import path from 'node:path';
 import type { McpServerSpec, ToolCall, ToolResult } from '../../domain/index.ts';
 import type { McpTools } from '../../adapters/mcp/index.ts';
@@ -40,4 +45,27 @@ export function resourcesBeyond(baseline: string[]): string[] {
     left.splice(index, 1);
     return false;
   });
+}
+
+/** An MCP server over Streamable HTTP on a free port of 127.0.0.1 with the tools `register` gives it, one session per client. */
+export async function serveHttpMcp(register: (server: McpServer) => void): Promise<{ url: string; stop(): Promise<void> }> {
+  const sessions = new Map<string, StreamableHTTPServerTransport>();
+  const http = createServer((req, res) => {
+    const sessionId = req.headers['mcp-session-id'];
+    const known = typeof sessionId === 'string' ? sessions.get(sessionId) : undefined;
+    if (known) return void known.handleRequest(req, res);
+    const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: () => randomUUID(), onsessioninitialized: (id) => void sessions.set(id, transport) });
+    const server = new McpServer({ name: 'test-http', version: '1.0.0' });
+    register(server);
+    void server.connect(transport).then(() => transport.handleRequest(req, res));
+  });
+  await new Promise<void>((resolve) => http.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${(http.address() as AddressInfo).port}/mcp`,
+    stop: async () => {
+      await Promise.all([...sessions.values()].map((transport) => transport.close()));
+      http.closeAllConnections();
+      await new Promise((resolve) => http.close(resolve));
+    },
+  };
 }
