@@ -24,13 +24,15 @@ function changed(changes) {
 /** @type {Record<string, (e: any) => string>} */
 const summaries = {
   'thread.created': (e) => `${quoted(e.title)}${e.workspace ? ` in ${e.workspace}` : ''} · env ${e.environment} · mode ${e.permissions?.mode ?? '?'}`,
-  'thread.configured': (e) => `mode ${e.mode ?? '(kept)'}${e.rules ? ` · ${e.rules.length} rules` : ''}`,
+  'thread.configured': (e) => `mode ${e.mode ?? '(kept)'}${e.rules ? ` · ${e.rules.length} rules` : ''}${e.agent ? ` · agent ${e.agent}` : ''}`,
   'thread.renamed': (e) => quoted(e.title),
   'permission.ruleAdded': (e) => `${e.rule?.tool} ${e.rule?.pattern} → ${e.rule?.decision} by ${e.by}`,
   'session.started': (e) => `provider session ${e.providerSessionId ?? '(none)'}`,
   'session.failed': (e) => e.reason,
   'session.stopRequested': (e) => e.reason,
-  'turn.requested': (e) => `${quoted(e.input?.text ?? '')} · ${e.provider?.name ?? ''}${e.provider?.model ? `/${e.provider.model}` : ''}`,
+  'turn.requested': (e) => `${quoted(e.input?.text ?? '')} · ${e.provider?.name ?? ''}${e.provider?.model ? `/${e.provider.model}` : ''}${e.agent ? ` · agent ${e.agent}` : ''}`,
+  'request.context': (e) => `agent ${e.context?.agent} · ${e.context?.workspace ?? 'no workspace'}${e.context?.git ? ` · git ${e.context.git.branch ?? 'detached'}` : ''} · ${e.context?.instructions?.length ?? 0} instruction file(s)`,
+  'request.header': (e) => `step ${e.step} · ${e.header?.model ?? e.header?.provider} · ${e.header?.tools?.length ?? 0} tools · system ${e.header?.system?.length ?? 0} chars`,
   'turn.leased': (e) => `worker ${e.workerId} · token ${e.token}`,
   'turn.leaseLost': (e) => `worker ${e.workerId}: ${e.reason}`,
   'step.started': (e) => `step ${e.step}`,

@@ -13,9 +13,10 @@
  * @typedef {{ id: string, kind: string, state: string, step: number, text: string, tool: { name: string, inputText: string } | null }} PartView
  * @typedef {{ id: string, state: string, partId: string, toolName: string, kind: string, subject: string, input: unknown, requestedAt: number }} ApprovalView
  * @typedef {{ id: string, state: string, messages: Array<{ parts: PartView[] }>, approvals: ApprovalView[], requestedAt: number,
- *   provider: { name: string, model: string | null }, error: string | null, stopReason: string | null }} TurnView
+ *   provider: { name: string, model: string | null }, error: string | null, stopReason: string | null, agent?: string | null }} TurnView
  * @typedef {{ id: string, title: string, seq: number, session: { state: string, failure: string | null }, turnIds: string[],
- *   turns: Record<string, TurnView>, openTurnId: string | null, environment: string, workspace: string | null }} ThreadView
+ *   turns: Record<string, TurnView>, openTurnId: string | null, environment: string, workspace: string | null,
+ *   agent?: string | null, turnContext?: { turnId: string, context: { agent: string } } | null }} ThreadView
  */
 
 /** @param {string} machine @param {string} id */

@@ -246,6 +246,13 @@ export function mountThread(root, threadId, nav) {
     liveText.render(selectedTurn, selectedTurn ? model.turn(selectedTurn) : null, (partId, fromView) => model.state('part', partId, fromView) ?? fromView);
   }
 
+  /** @param {NonNullable<typeof model.view>} view */
+  function agentOf(view) {
+    const last = view.openTurnId ?? view.turnIds.at(-1) ?? null;
+    const ran = view.turnContext && view.turnContext.turnId === last ? view.turnContext.context.agent : null;
+    return ran ?? (last ? view.turns[last]?.agent : null) ?? view.agent ?? 'build';
+  }
+
   function renderMeta() {
     const view = /** @type {NonNullable<typeof model.view>} */ (model.view);
     const open = view.openTurnId;
@@ -255,6 +262,7 @@ export function mountThread(root, threadId, nav) {
       h('span', {}, 'session ', h('b', {}, model.sessionState() ?? '?')),
       h('span', {}, `${view.turnIds.length} turn${view.turnIds.length === 1 ? '' : 's'}`),
       open ? h('span', {}, 'open ', h('b', { title: open }, shortId(open)), work?.heldBy ? ` on ${work.heldBy}` : '') : null,
+      h('span', { 'data-testid': 'agent', title: 'The agent the open (or last) turn runs as' }, 'agent ', h('b', {}, agentOf(view))),
       waiting ? h('span', { class: 'warn' }, waiting) : null,
       h('span', { class: 'faint' }, `seq ${model.viewSeq}`),
     ].filter((node) => node !== null));
