@@ -102,6 +102,10 @@ describe('MCP tools in a turn', () => {
       ]);
       expect(turn.messages[1].parts.at(-1)!.text).toBe('done');
       expect(slowCalls).toBe(1);
+      // The second worker took the turn on with the context the first recorded, and the same header: nothing new to record.
+      const { events } = await api.call('thread.events', { threadId, after: 0 });
+      expect(events.filter(({ event }) => event.type === 'request.context')).toHaveLength(1);
+      expect(events.filter(({ event }) => event.type === 'request.header')).toHaveLength(1);
       // Every call is recorded as any tool call is: the echo ran without asking, the others were approved.
       expect(turn.approvals.map((approval) => [approval.toolName, approval.state])).toEqual([
         ['web__greet', 'consumed'],
