@@ -93,6 +93,7 @@ export async function runCommand(args: string[]): Promise<number> {
     threadDefaults: { rules: config.permissions?.rules ?? [], compaction: config.compaction?.auto === false ? 'off' : 'auto' },
     config,
     ...(agent ? { agent } : {}),
+    onNote: (line) => notes.write(`turnloom: ${line}\n`),
     view: values.json ? null : { out: process.stdout, tty: process.stdout.isTTY === true },
     input: process.stdin,
     prompts: values.json ? process.stderr : process.stdout,

@@ -31,6 +31,8 @@ export interface RunRequest {
   config?: TurnloomConfig;
   /** The agent its turns run as (default: the thread's, else the configuration's, else build). */
   agent?: string;
+  /** Told one line per MCP server the configuration names: its tools, or why it did not start. */
+  onNote?: (line: string) => void;
   /** Where the thread is kept; `null`: a temporary folder, removed after the run. */
   dataDir: string | null;
   /** Continue this thread (it must be in `dataDir`), or `last`: the thread of `dataDir` that ran last. */
@@ -99,6 +101,7 @@ export async function runEmbedded(request: RunRequest): Promise<RunReport> {
   const hub = new InProcessHub();
   const { workspace } = request;
   const configured = await configuredWorker(request.config ?? {}, workspace.workspace, workspace.tools);
+  for (const note of configured.notes) request.onNote?.(note.trim());
   const server = await startTurnloomServer({
     bus: hub.connect(),
     store,
