@@ -1,3 +1,4 @@
+import { anthropicParameters } from '../adapters/providers/anthropicParameters.ts';
 import { LazyProvider } from '../adapters/providers/lazyProvider.ts';
 import { type Script, ScriptedProvider, scriptSchema } from '../adapters/providers/scriptedProvider.ts';
 import type { ProviderAdapter, ProviderChoice } from '../domain/index.ts';
@@ -121,7 +122,7 @@ export async function providersFromEnvironment(env: NodeJS.ProcessEnv, scriptPat
     switch (plan.kind) {
       case 'anthropic': {
         const options = { ...connection, ...(thinking ? { thinkingBudgetTokens: Number(thinking), maxTokens: Number(thinking) + 8_192 } : {}) };
-        providers[name] = new LazyProvider(name, async () => new (await import('../adapters/providers/anthropicProvider.ts')).AnthropicProvider(options));
+        providers[name] = new LazyProvider(name, async () => new (await import('../adapters/providers/anthropicProvider.ts')).AnthropicProvider(options), anthropicParameters(options));
         break;
       }
       case 'openai-chat':

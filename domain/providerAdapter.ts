@@ -84,6 +84,8 @@ export interface ProviderAdapter {
    * on the worker's workspace tools.
    */
   readonly tools?: ToolExecutor;
+  /** What every call sends beside the request (a token limit, a thinking budget): recorded in the request header, so the log says it too. */
+  readonly parameters?: Readonly<Record<string, string | number | boolean>>;
   startSession?(): Promise<{ providerSessionId: string | null }>;
   stream(request: ProviderRequest, signal: AbortSignal): AsyncIterable<ProviderEvent>;
 }

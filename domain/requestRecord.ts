@@ -12,6 +12,8 @@ export interface RequestHeader {
   model: string | null;
   system: string;
   tools: ToolSpec[];
+  /** What the provider's calls send beside the request (see `ProviderAdapter.parameters`); absent in headers recorded before parameters were. */
+  params?: Record<string, string | number | boolean>;
   /** Of the fields above, as the worker that recorded it rendered them (see `headerDigest`). */
   digest: string;
 }

@@ -3,6 +3,7 @@ import type { ContentBlockParam, MessageCreateParamsStreaming, MessageParam, Raw
 import { type ProviderAdapter, ProviderError, type ProviderEvent, type ProviderRequest, type StopReason, type ToolExecutor, type Usage } from '../../domain/index.ts';
 import { classifyProviderError } from './classifyProviderError.ts';
 import { parseToolInput } from './parseToolInput.ts';
+import { anthropicParameters } from './anthropicParameters.ts';
 
 export interface AnthropicProviderOptions {
   apiKey?: string;
@@ -80,6 +81,7 @@ interface AnthropicUsage {
 export class AnthropicProvider implements ProviderAdapter {
   readonly name = 'anthropic';
   readonly tools?: ToolExecutor;
+  readonly parameters: Readonly<Record<string, number>>;
   private readonly client: Anthropic;
   private readonly defaultModel: string;
   private readonly maxTokens: number;
@@ -90,6 +92,7 @@ export class AnthropicProvider implements ProviderAdapter {
     this.defaultModel = options.defaultModel;
     this.maxTokens = options.maxTokens ?? 8_192;
     this.thinkingBudgetTokens = options.thinkingBudgetTokens;
+    this.parameters = anthropicParameters(options);
     if (options.tools) this.tools = options.tools;
   }
 

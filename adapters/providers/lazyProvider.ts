@@ -11,7 +11,8 @@ export class LazyProvider implements ProviderAdapter {
   private readonly load: () => Promise<ProviderAdapter>;
   private loading: Promise<ProviderAdapter> | undefined;
 
-  constructor(name: string, load: () => Promise<ProviderAdapter>) {
+  /** `parameters`: what the adapter it loads will say of itself, known before it is loaded (a request header needs them first). */
+  constructor(name: string, load: () => Promise<ProviderAdapter>, readonly parameters?: Readonly<Record<string, string | number | boolean>>) {
     this.name = name;
     this.load = load;
   }

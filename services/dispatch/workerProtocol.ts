@@ -56,6 +56,7 @@ const requestHeader = z
     model: z.string().max(512).nullable(),
     system: z.string().max(1_000_000),
     tools: z.array(toolSpec).max(1_000),
+    params: z.record(z.string().max(128), z.union([z.string().max(4_096), z.number(), z.boolean()])).optional(),
     digest: z.string().min(1).max(128),
   })
   .strict();

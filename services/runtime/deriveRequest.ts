@@ -64,8 +64,8 @@ export type HeaderFields = Omit<RequestHeader, 'digest'>;
 const sha = (text: string) => createHash('sha256').update(text).digest('hex').slice(0, 32);
 
 /** The digest of a header's fields, in a fixed order, so the same header always has the same digest. */
-export function headerDigest({ provider, model, system, tools }: HeaderFields): string {
-  return sha(JSON.stringify([provider, model, system, tools]));
+export function headerDigest({ provider, model, system, tools, params }: HeaderFields): string {
+  return sha(JSON.stringify(params === undefined ? [provider, model, system, tools] : [provider, model, system, tools, params]));
 }
 
 /**

@@ -72,7 +72,7 @@ export async function prepareRequest(work: TurnWork, adapter: ProviderAdapter, t
     ]);
     request = changed;
   }
-  const header: HeaderFields = { provider: provider.name, model: request.model, system: request.system, tools: request.tools };
+  const header: HeaderFields = { provider: provider.name, model: request.model, system: request.system, tools: request.tools, params: { ...adapter.parameters } };
   const digest = headerDigest(header);
   // Compared with the digest the log's header was recorded with: a header edited in the log since is not taken as ours, and the engine's check refuses the call.
   if (view().header?.digest !== digest) await outbox.record([{ type: 'request.header', turnId, step, header: { ...header, digest } }]);
