@@ -5,7 +5,9 @@ import { LmdbStore } from '../adapters/lmdbStore.ts';
 import { ScriptedProvider } from '../adapters/providers/scriptedProvider.ts';
 import { InProcessHub } from '../bus/index.ts';
 import { TurnloomClient } from '../client/turnloomClient.ts';
-import type { Logger, ProviderAdapter, ProviderChoice } from '../domain/index.ts';
+import { McpTools } from '../adapters/mcp/index.ts';
+import { combineTools } from '../adapters/tools/index.ts';
+import type { AgentProfile, Logger, McpServerSpec, ProviderAdapter, ProviderChoice } from '../domain/index.ts';
 import { type TurnloomServer, startTurnloomServer } from '../services/turnloomServer.ts';
 import type { TurnHooks } from '../services/worker/turnHooks.ts';
 import { openWorkspace } from '../services/worker/openWorkspace.ts';
@@ -21,6 +23,11 @@ export interface RuntimeOptions {
   defaultProvider?: ProviderChoice;
   /** Extension hooks of the local worker (see `turnloom/worker`). */
   hooks?: TurnHooks;
+  /** Agents besides the built-in `build` and `plan` (see docs/agents.md), and the one turns run as when they name none. */
+  agents?: Record<string, AgentProfile>;
+  defaultAgent?: string;
+  /** MCP tool servers whose tools the agent is offered beside the workspace's (see docs/mcp.md); started here, stopped by `close()`. */
+  mcpServers?: McpServerSpec[];
   /** An approval nobody answers expires after this long (default: never). */
   approvalTimeoutMs?: number;
   /** Where the runtime says what happens; default: nowhere. */
@@ -54,6 +61,7 @@ export async function openRuntime(options: RuntimeOptions = {}): Promise<Runtime
   const first = Object.keys(providers)[0];
   if (first === undefined) throw new TypeError('openRuntime: `providers` names no provider');
   let store: LmdbStore;
+  let mcp: McpTools | null = null;
   try {
     store = LmdbStore.open(data);
   } catch (error) {
@@ -62,13 +70,19 @@ export async function openRuntime(options: RuntimeOptions = {}): Promise<Runtime
   }
   try {
     const workspace = options.workspace === undefined ? null : await openWorkspace(options.workspace, { exclude: [data], hide: [data] });
+    mcp = workspace && options.mcpServers?.length ? await McpTools.start({ servers: options.mcpServers, root: workspace.root, ...(options.log ? { log: options.log } : {}) }) : null;
+    const agents = { ...(options.agents ? { agents: options.agents } : {}), ...(options.defaultAgent ? { defaultAgent: options.defaultAgent } : {}) };
     const bus = new InProcessHub(options.log).connect();
     const server = await startTurnloomServer({
       bus,
       store,
       providers,
       defaultProvider: options.defaultProvider ?? { name: first, model: null },
-      ...(workspace ? { localWorker: { workspace: workspace.root, tools: workspace.tools, checkpoints: workspace.checkpoints, ...(options.hooks ? { hooks: options.hooks } : {}) } } : options.hooks ? { localWorker: { hooks: options.hooks } } : {}),
+      localWorker: {
+        ...(workspace ? { workspace: workspace.root, tools: mcp ? combineTools(workspace.tools, mcp) : workspace.tools, checkpoints: workspace.checkpoints } : {}),
+        ...(options.hooks ? { hooks: options.hooks } : {}),
+        ...agents,
+      },
       ...(options.approvalTimeoutMs === undefined ? {} : { approvalTimeoutMs: options.approvalTimeoutMs }),
       ...(options.log ? { log: options.log } : {}),
     });
@@ -79,11 +93,13 @@ export async function openRuntime(options: RuntimeOptions = {}): Promise<Runtime
       data,
       close: async () => {
         await server.stop();
+        await mcp?.close();
         await bus.close();
         removeTemporary();
       },
     };
   } catch (error) {
+    await mcp?.close();
     await store.close().catch(() => undefined);
     removeTemporary();
     throw error;
