@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { type DomainEvent, type ProviderAdapter, type ProviderErrorInfo, type ProviderRequest, type RequestContext, type ToolSpec, TurnloomError } from '../../domain/index.ts';
+import { type DomainEvent, type ProviderAdapter, type ProviderErrorInfo, type ProviderRequest, type RequestContext, type ToolSpec } from '../../domain/index.ts';
 import { type HeaderFields, deriveMessages, headerDigest, requestDigest } from '../runtime/deriveRequest.ts';
 import { renderSystemPrompt } from '../runtime/systemPrompt.ts';
 import { turnAgent } from './turnAgent.ts';
@@ -27,13 +27,6 @@ function contextOf(work: TurnWork, adapter: ProviderAdapter, step: number): () =
   });
 }
 
-/** The snapshot the turn was started with, as the log holds it. */
-function recordedContext(work: TurnWork): RequestContext {
-  const recorded = work.fold.context.view!.turnContext;
-  if (recorded?.turnId !== work.turnId) throw new TurnloomError('internal', `turn ${work.turnId} has no recorded context`, { turnId: work.turnId });
-  return recorded.context;
-}
-
 /**
  * The request of step `step`: the `preStep` waterfall first (a hook may
  * refuse the turn, or replace what the model reads, which is recorded and
@@ -43,7 +36,7 @@ function recordedContext(work: TurnWork): RequestContext {
  * header is recorded when it differs from the log's latest; `digest` covers
  * the whole request, for the engine to check against its log.
  */
-export async function prepareRequest(work: TurnWork, adapter: ProviderAdapter, tools: ToolSpec[], step: number): Promise<{ request: ProviderRequest; digest: string }> {
+export async function prepareRequest(work: TurnWork, adapter: ProviderAdapter, tools: ToolSpec[], step: number, turnContext: RequestContext): Promise<{ request: ProviderRequest; digest: string; header: DomainEvent[] }> {
   const { turnId, outbox, hooks } = work;
   const context = contextOf(work, adapter, step);
   const view = () => work.fold.context.view!;
@@ -63,7 +56,7 @@ export async function prepareRequest(work: TurnWork, adapter: ProviderAdapter, t
     if (outbox.lastSeq !== written) messages = deriveMessages(view());
   }
   const provider = view().turns[turnId]!.provider;
-  let request: ProviderRequest = { model: provider.model, system: renderSystemPrompt(recordedContext(work), turnAgent(work).profile, tools), messages, tools };
+  let request: ProviderRequest = { model: provider.model, system: renderSystemPrompt(turnContext, turnAgent(work).profile, tools), messages, tools };
   for (const hook of hooks.request ?? []) {
     const changed = await runHook('request', hook, () => hook.run(context(), request));
     if (!changed || changed === request) continue;
@@ -75,8 +68,8 @@ export async function prepareRequest(work: TurnWork, adapter: ProviderAdapter, t
   const header: HeaderFields = { provider: provider.name, model: request.model, system: request.system, tools: request.tools, params: { ...adapter.parameters } };
   const digest = headerDigest(header);
   // Compared with the digest the log's header was recorded with: a header edited in the log since is not taken as ours, and the engine's check refuses the call.
-  if (view().header?.digest !== digest) await outbox.record([{ type: 'request.header', turnId, step, header: { ...header, digest } }]);
-  return { request, digest: requestDigest(header, request.messages) };
+  const changed: DomainEvent[] = view().header?.digest === digest ? [] : [{ type: 'request.header', turnId, step, header: { ...header, digest } }];
+  return { request, digest: requestDigest(header, request.messages), header: changed };
 }
 
 /** The `requestError` waterfall after a failed model call: `true` when a hook asked to run the step again now. */

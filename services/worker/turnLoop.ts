@@ -8,6 +8,7 @@ import {
   ProviderError,
   type ProviderErrorInfo,
   type ProviderRequest,
+  type RequestContext,
   type ThreadView,
   type ToolCall,
   type ToolExecutor,
@@ -97,10 +98,10 @@ async function runTurnToEnd(work: TurnWork): Promise<void> {
       if (signal.aborted) throw signal.reason;
       await reachWritten(work);
       await claimWaitingInput(work, step);
-      await recordContext(work);
-      const { request, digest } = await prepareRequest(work, adapter, agentTools(turnAgent(work).profile, tools.specs()), step);
-      // The engine checks the digest against its own log before anything is sent.
-      await outbox.record([{ type: 'step.started', turnId, step, digest }]);
+      const context = await turnContext(work);
+      const { request, digest, header } = await prepareRequest(work, adapter, agentTools(turnAgent(work).profile, tools.specs()), step, context.context);
+      // One write: what is new of the context and header, then the step, whose digest the engine checks against its own log before anything is sent.
+      await outbox.record([...context.record, ...header, { type: 'step.started', turnId, step, digest }]);
       work.tracing.stepStarted(step, request, turn().provider.name, turn().provider.model);
       const ingestion = new StepIngestion({ turnId, step, live: work.live, flushMs: options.flushMs, maxBufferChars: options.maxBufferChars });
       try {
@@ -207,13 +208,14 @@ async function open(work: TurnWork, adapter: ProviderAdapter): Promise<void> {
 }
 
 
-/** The snapshot the turn's prompt is built from, taken once, when its first step is about to start (the agent is checked first). */
-async function recordContext(work: TurnWork): Promise<void> {
-  if (work.fold.context.view!.turnContext?.turnId === work.turnId) return;
+/** The snapshot the turn's prompt is built from: the one recorded, or (first step) one taken now, to be recorded with the step (the agent is checked first). */
+async function turnContext(work: TurnWork): Promise<{ context: RequestContext; record: DomainEvent[] }> {
+  const recorded = work.fold.context.view!.turnContext;
+  if (recorded?.turnId === work.turnId) return { context: recorded.context, record: [] };
   const agent = askedAgent(work);
   agentNamed(work, agent);
-  await work.outbox.record([{ type: 'request.context', turnId: work.turnId, context: await work.snapshot(agent) }]);
-  await reachWritten(work);
+  const context = await work.snapshot(agent);
+  return { context, record: [{ type: 'request.context', turnId: work.turnId, context }] };
 }
 
 /** One model call: canonical events in, domain events written as they become due; a silent stream is a dropped connection. */
