@@ -6,7 +6,7 @@ import { providersFromEnvironment } from './providerRegistry.ts';
 import { commandConfig, compactionOptions } from './commandConfig.ts';
 import type { ApprovalPolicy } from './run/approvalAnswers.ts';
 import { type RunReport, runEmbedded } from './run/embeddedRun.ts';
-import { checkAgent } from './workerSetup.ts';
+import { agentProvider, checkAgent } from './workerSetup.ts';
 import { dataFolderFor, workspaceSetup } from './workspaceSetup.ts';
 
 export const runUsage = `turnloom run "<prompt>" [options]   one turn on the workspace, engine and worker in this process
@@ -72,7 +72,7 @@ export async function runCommand(args: string[]): Promise<number> {
   const { config, files } = commandConfig(workspace.workspace);
   const setup = await providersFromEnvironment(process.env, values.script, { config, files, flags: { command: 'run', provider: values.provider, model: values.model } });
   const agent = values.agent === undefined ? undefined : checkAgent('run', config, values.agent);
-  const { name, model } = setup.defaultProvider;
+  const { name, model } = agent && values.provider === undefined && values.model === undefined ? agentProvider(config, agent, setup) : setup.defaultProvider;
   const notes = process.stderr;
   if (Object.keys(setup.providers).length === 1) notes.write('turnloom: no OPENAI_API_KEY or ANTHROPIC_API_KEY is set, so the scripted provider answers\n');
   if (!values.json) notes.write(`turnloom run — ${name}${model ? ` (${model})` : ''}, ${workspace.summary}, approvals: ${policy}${agent ? `, agent: ${agent}` : ''}${files.length > 0 ? `, config: ${files.join(', ')}` : ''}\n`);

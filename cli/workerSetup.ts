@@ -1,7 +1,7 @@
 import { dirname, join } from 'node:path';
 import { McpTools } from '../adapters/mcp/index.ts';
 import { combineTools } from '../adapters/tools/index.ts';
-import { type AgentProfile, type Logger, type McpServerSpec, type ToolExecutor, builtinAgents, silentLogger } from '../domain/index.ts';
+import { type AgentProfile, type Logger, type McpServerSpec, type ProviderChoice, type ToolExecutor, builtinAgents, silentLogger } from '../domain/index.ts';
 import { type TurnloomConfig, userConfigPath } from '../services/config/index.ts';
 import type { WorkerOptions } from '../services/worker/index.ts';
 import { UsageError } from './cliErrors.ts';
@@ -30,6 +30,14 @@ export function checkAgent(command: string, config: TurnloomConfig, agent: strin
   const known = Object.keys(configuredAgents(config));
   if (!known.includes(agent)) throw new UsageError(`${command}: no agent "${agent}"; the agents are ${known.join(', ')} (define more under "agents" in the configuration: docs/agents.md)`);
   return agent;
+}
+
+/** What an agent runs on: its provider and model where it names them, else the default's; a provider not configured here is one line. */
+export function agentProvider(config: TurnloomConfig, agent: string, setup: { providers: Record<string, unknown>; defaultProvider: ProviderChoice }): ProviderChoice {
+  const profile = configuredAgents(config)[agent]!;
+  const name = profile.provider ?? setup.defaultProvider.name;
+  if (!Object.hasOwn(setup.providers, name)) throw new UsageError(`run: agent "${agent}" runs on provider "${name}", which is not configured here (configured: ${Object.keys(setup.providers).join(', ')})`);
+  return { name, model: profile.model ?? (name === setup.defaultProvider.name ? setup.defaultProvider.model : null) };
 }
 
 function serverSpecs(config: TurnloomConfig): McpServerSpec[] {

@@ -1,4 +1,4 @@
-import { type Bus, type Logger, type ProviderAdapter, type ProviderChoice, type ReplicaStore, type ThreadStore, TurnloomError, silentLogger } from '../domain/index.ts';
+import { type AgentProfile, type Bus, type Logger, type ProviderAdapter, type ProviderChoice, type ReplicaStore, type ThreadStore, TurnloomError, silentLogger } from '../domain/index.ts';
 import { logCommittedEvents } from './api/eventLog.ts';
 import { TurnTelemetry } from './api/turnTelemetry.ts';
 import { isAlive } from '../adapters/processIdentity.ts';
@@ -75,6 +75,17 @@ export interface TurnloomServer {
  * the caller's until this resolves; after that it is closed by `stop()` (or,
  * when starting fails, before the error is thrown).
  */
+/** What each agent that names a provider or a model runs on: its provider (else the default) with its model (else that provider's default). */
+function agentProviders(agents: Readonly<Record<string, AgentProfile>>, fallback: ProviderChoice): Record<string, ProviderChoice> {
+  const choices: Record<string, ProviderChoice> = {};
+  for (const [name, agent] of Object.entries(agents)) {
+    if (agent.provider === undefined && agent.model === undefined) continue;
+    const provider = agent.provider ?? fallback.name;
+    choices[name] = { name: provider, model: agent.model ?? (provider === fallback.name ? fallback.model : null) };
+  }
+  return choices;
+}
+
 export async function startTurnloomServer(options: TurnloomServerOptions): Promise<TurnloomServer> {
   const subjects = subjectsFor(options.prefix);
   const maxPayloadBytes = options.maxPayloadBytes ?? DEFAULT_MAX_PAYLOAD;
@@ -122,6 +133,7 @@ export async function startTurnloomServer(options: TurnloomServerOptions): Promi
       workers: gateway,
       auth,
       defaultProvider: options.defaultProvider ?? { name: 'scripted', model: null },
+      agentProviders: agentProviders(options.localWorker?.agents ?? {}, options.defaultProvider ?? { name: 'scripted', model: null }),
       ...(options.providers ? { providers: Object.keys(options.providers) } : {}),
       maxPayloadBytes,
       version: VERSION,

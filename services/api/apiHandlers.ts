@@ -24,6 +24,8 @@ export interface ApiContext {
   /** The workers the engine hears from: for `worker.list`, and to say whether an open turn waits for one. */
   workers: WorkerDirectory;
   defaultProvider: ProviderChoice;
+  /** The provider choice of each agent that names one, for turns that name the agent and no provider. */
+  agentProviders: Readonly<Record<string, ProviderChoice>>;
   /** Provider names this server runs turns with; `null` when turns run elsewhere (any name may be served). */
   providers: readonly string[] | null;
   /** How many bytes of events one answer may carry, so every page fits the bus's payload limit. */
@@ -181,7 +183,7 @@ export const apiHandlers: { [M in ApiMethod]: Handler<M> } = {
   },
   'turn.start': {
     scope: 'operate',
-    handle: async ({ engine, principal, defaultProvider, providers, telemetry, traceparent }, params) => {
+    handle: async ({ engine, principal, defaultProvider, agentProviders, providers, telemetry, traceparent }, params) => {
       requireThread(engine, principal, params.threadId);
       if (params.provider && providers && !providers.includes(params.provider.name)) {
         throw new TurnloomError('invalid_payload', `unknown provider "${params.provider.name}"; this server runs ${providers.join(', ')}`, {
@@ -201,7 +203,7 @@ export const apiHandlers: { [M in ApiMethod]: Handler<M> } = {
             threadId: params.threadId,
             turnId,
             input: params.input,
-            provider: params.provider ?? defaultProvider,
+            provider: params.provider ?? (params.agent && Object.hasOwn(agentProviders, params.agent) ? agentProviders[params.agent]! : defaultProvider),
             mode: params.mode ?? null,
             ...(params.agent ? { agent: params.agent } : {}),
             ...(params.whileRunning ? { whileRunning: params.whileRunning } : {}),

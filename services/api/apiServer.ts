@@ -20,6 +20,8 @@ export interface ApiServerOptions {
   subjects: Subjects;
   auth: Authenticator;
   defaultProvider: ProviderChoice;
+  /** The provider choice of each agent that names one (see `ApiContext`). */
+  agentProviders?: Readonly<Record<string, ProviderChoice>>;
   /** Provider names turns may ask for; left out when turns run elsewhere. */
   providers?: readonly string[];
   /** Larger requests are refused with `invalid_payload` before decoding. Default 1 MiB. */
@@ -145,6 +147,7 @@ export class ApiServer {
       watches: this.options.watches,
       workers: this.options.workers,
       defaultProvider: this.options.defaultProvider,
+      agentProviders: this.options.agentProviders ?? {},
       providers: this.options.providers ?? null,
       replyBudgetBytes: replyBudgetFor(this.maxPayload),
       service: { name: 'turnloom', version: this.options.version, instance: this.instance, startedAt: this.startedAt.getTime() },

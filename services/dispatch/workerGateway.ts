@@ -411,6 +411,7 @@ export class WorkerGateway {
       watches: this.watches,
       workers: this,
       defaultProvider: { name: 'scripted', model: null },
+      agentProviders: {},
       providers: null,
       replyBudgetBytes: replyBudgetFor(this.options.maxPayloadBytes),
       service: { name: 'turnloom', version: '', instance: '', startedAt: 0 },

@@ -68,7 +68,7 @@ describe('run --agent', () => {
     const home = plainFolder();
     folders.push(home);
     mkdirSync(join(home.path, 'turnloom'));
-    writeFileSync(join(home.path, 'turnloom', 'config.json'), JSON.stringify({ agents: { reviewer: { description: 'Reads only', instructions: 'Review the change.', tools: ['read', 'grep'], mode: 'read-only' } } }));
+    writeFileSync(join(home.path, 'turnloom', 'config.json'), JSON.stringify({ agents: { reviewer: { description: 'Reads only', instructions: 'Review the change.', tools: ['read', 'grep'], mode: 'read-only', model: 'reviewer-model' } } }));
     const env = { XDG_CONFIG_HOME: home.path };
 
     const unknown = await run(['run', 'hi', '--cwd', repo.path, '--script', script, '--agent', 'nobody'], { cwd: repo.path, env });
@@ -79,5 +79,11 @@ describe('run --agent', () => {
     expect(reviewed.code, shown(reviewed)).toBe(0);
     expect(reportOf(reviewed).toolCalls[2]!.error).toMatch(/the reviewer agent has no tool bash; it may use read, grep/);
     expect(git(repo.path, 'status', '--porcelain')).toBe('');
+
+    // The agent's model, unless a flag names one.
+    const shownRun = await run(['run', 'review', '--cwd', repo.path, '--script', script, '--agent', 'reviewer', '--approve', 'auto'], { cwd: repo.path, env });
+    expect(shownRun.stderr).toMatch(/turnloom run — scripted \(reviewer-model\), .*agent: reviewer/);
+    const flagged = await run(['run', 'review', '--cwd', repo.path, '--script', script, '--agent', 'reviewer', '--model', 'other', '--approve', 'auto'], { cwd: repo.path, env });
+    expect(flagged.stderr).toMatch(/turnloom run — scripted \(other\)/);
   });
 });
