@@ -1,5 +1,4 @@
 import { dirname, join } from 'node:path';
-import { McpTools } from '../adapters/mcp/index.ts';
 import { combineTools } from '../adapters/tools/index.ts';
 import { type AgentProfile, type Logger, type McpServerSpec, type ProviderChoice, type ToolExecutor, builtinAgents, silentLogger } from '../domain/index.ts';
 import { type TurnloomConfig, userConfigPath } from '../services/config/index.ts';
@@ -52,7 +51,8 @@ function serverSpecs(config: TurnloomConfig): McpServerSpec[] {
 /** Starts what the configuration asks of a worker on `workspace` (with `tools`, the workspace's own). */
 export async function configuredWorker(config: TurnloomConfig, workspace: string, tools: ToolExecutor, log: Logger = silentLogger): Promise<ConfiguredWorker> {
   const servers = serverSpecs(config);
-  const mcp = servers.length > 0 ? await McpTools.start({ servers, root: workspace, log }) : null;
+  // The MCP SDK is loaded only when there are servers: every command would pay for it otherwise.
+  const mcp = servers.length > 0 ? await (await import('../adapters/mcp/index.ts')).McpTools.start({ servers, root: workspace, log }) : null;
   const notes = (mcp?.status() ?? []).map((server) => (server.state === 'ready' ? `  mcp ${server.name}: ${server.tools} tools` : `  mcp ${server.name}: not started: ${server.error ?? server.state}`));
   return {
     options: {

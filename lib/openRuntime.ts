@@ -5,7 +5,7 @@ import { LmdbStore } from '../adapters/lmdbStore.ts';
 import { ScriptedProvider } from '../adapters/providers/scriptedProvider.ts';
 import { InProcessHub } from '../bus/index.ts';
 import { TurnloomClient } from '../client/turnloomClient.ts';
-import { McpTools } from '../adapters/mcp/index.ts';
+import type { McpTools } from '../adapters/mcp/index.ts';
 import { combineTools } from '../adapters/tools/index.ts';
 import type { AgentProfile, Logger, McpServerSpec, ProviderAdapter, ProviderChoice } from '../domain/index.ts';
 import { type TurnloomServer, startTurnloomServer } from '../services/turnloomServer.ts';
@@ -70,7 +70,7 @@ export async function openRuntime(options: RuntimeOptions = {}): Promise<Runtime
   }
   try {
     const workspace = options.workspace === undefined ? null : await openWorkspace(options.workspace, { exclude: [data], hide: [data] });
-    mcp = workspace && options.mcpServers?.length ? await McpTools.start({ servers: options.mcpServers, root: workspace.root, ...(options.log ? { log: options.log } : {}) }) : null;
+    mcp = workspace && options.mcpServers?.length ? await (await import('../adapters/mcp/index.ts')).McpTools.start({ servers: options.mcpServers, root: workspace.root, ...(options.log ? { log: options.log } : {}) }) : null;
     const agents = { ...(options.agents ? { agents: options.agents } : {}), ...(options.defaultAgent ? { defaultAgent: options.defaultAgent } : {}) };
     const bus = new InProcessHub(options.log).connect();
     const server = await startTurnloomServer({
