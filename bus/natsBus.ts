@@ -2,6 +2,11 @@ import { type ConnectionOptions, InvalidArgumentError, type MsgHdrs, type NatsCo
 import { type Bus, BusError, type BusMessage, type BusStatus, type BusSubscription, type Logger, type PublishOptions, type RequestOptions, type SubscribeOptions, errorFields, silentLogger } from '../domain/index.ts';
 import { HeaderCache } from './headerCache.ts';
 import { assertSubject } from './subjectRules.ts';
+import { setTimeout as delay } from 'node:timers/promises';
+
+/** How long a flush waits for a lost connection to come back, and how often it tries. */
+const FLUSH_PATIENCE_MS = 15_000;
+const FLUSH_RETRY_MS = 200;
 
 function fromNatsHeaders(headers: MsgHdrs | undefined): Record<string, string> {
   if (!headers) return {};
@@ -132,8 +137,23 @@ export class NatsBus implements Bus {
     }
   }
 
+  /**
+   * Resolves once the server has seen everything sent so far. A flush cut
+   * off by a lost connection is tried again once the client has reconnected
+   * (it then sends its subscriptions again): with several servers, one going
+   * away must not fail a start.
+   */
   async flush(): Promise<void> {
-    await this.nc.flush();
+    const until = Date.now() + FLUSH_PATIENCE_MS;
+    for (;;) {
+      try {
+        await this.nc.flush();
+        return;
+      } catch (error) {
+        if (this.nc.isClosed() || Date.now() > until) throw new BusError('closed', `could not flush: ${(error as Error).message}`, '');
+        await delay(FLUSH_RETRY_MS);
+      }
+    }
   }
 
   async drain(): Promise<void> {

@@ -2,6 +2,7 @@ import { describe, expect, inject, it, onTestFinished } from 'vitest';
 import type { Bus } from '../../domain/index.ts';
 import { NatsBus } from '../../bus/index.ts';
 import { busContract } from './busContract.ts';
+import { startNatsServer } from '../support/natsServer.ts';
 
 busContract('NATS', async () => {
   const opened: Bus[] = [];
@@ -25,4 +26,22 @@ describe('NATS: a message over the server’s max_payload', () => {
     await expect(bus.request('turnloom.test.big', tooLarge, { timeoutMs: 1_000 })).rejects.toMatchObject({ code: 'invalid_payload', kind: 'too_large' });
     expect(() => bus.publish('turnloom.test.big', tooLarge)).toThrow(expect.objectContaining({ code: 'invalid_payload', kind: 'too_large' }));
   });
+});
+
+describe('NATS: a flush while the server is away', () => {
+  it('waits for the reconnect instead of failing, and is one typed error once the connection is closed', async () => {
+    const server = await startNatsServer();
+    const bus = await NatsBus.connect({ servers: server.url });
+    try {
+      await server.kill();
+      const flushed = bus.flush();
+      await server.restart();
+      await expect(flushed).resolves.toBeUndefined();
+      await bus.close();
+      await expect(bus.flush()).rejects.toMatchObject({ code: 'unavailable', kind: 'closed' });
+    } finally {
+      await bus.close();
+      await server.dispose();
+    }
+  }, 30_000);
 });
