@@ -1,4 +1,3 @@
-import { spawn } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -6,6 +5,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { ScriptedProvider } from '../../lib/providers.ts';
 import { type Runtime, openRuntime } from '../../lib/index.ts';
 import { gitRepo } from '../cli/runFixtures.ts';
+import { resourcesBeyond, runProgram } from '../support/runProgram.ts';
 import { tempDir } from '../support/tempDir.ts';
 
 const answer = 'The first half of the answer, then the second half of it.';
@@ -92,20 +92,10 @@ await runtime.close();
 setImmediate(() => process.stdout.write(JSON.stringify({ before, after: process.getActiveResourcesInfo() }) + '\\n'));
 `,
     );
-    const child = spawn(process.execPath, ['--import', 'tsx', program], { stdio: ['ignore', 'pipe', 'inherit'] });
-    let output = '';
-    child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
-    const killer = setTimeout(() => child.kill('SIGKILL'), 30_000);
-    const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
-    clearTimeout(killer);
+    const { code, output } = await runProgram(program);
     expect(code).toBe(0);
     const { before, after } = JSON.parse(output.trim()) as { before: string[]; after: string[] };
     // Whatever the program held before it opened the runtime (the loader's reads among them), it holds no more of after closing it: no timer, socket or handle of ours.
-    const more = [...after];
-    for (const resource of before) {
-      const index = more.indexOf(resource);
-      if (index >= 0) more.splice(index, 1);
-    }
-    expect(more.filter((resource) => resource !== 'TTYWrap' && resource !== 'PipeWrap')).toEqual([]);
+    expect(resourcesBeyond(before, after).filter((resource) => resource !== 'TTYWrap' && resource !== 'PipeWrap')).toEqual([]);
   });
 });

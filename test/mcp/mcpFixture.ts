@@ -7,6 +7,7 @@ import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/
 import path from 'node:path';
 import type { McpServerSpec, ToolCall, ToolResult } from '../../domain/index.ts';
 import type { McpTools } from '../../adapters/mcp/index.ts';
+export { resourcesBeyond } from '../support/runProgram.ts';
 
 const require = createRequire(import.meta.url);
 const everythingPackage = require.resolve('@modelcontextprotocol/server-everything/package.json');
@@ -34,17 +35,6 @@ export async function eventually(check: () => boolean, ms = 8_000): Promise<void
     if (Date.now() > end) throw new Error('the condition did not hold in time');
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
-}
-
-/** The resources open now that were not in `baseline`, counted by type. */
-export function resourcesBeyond(baseline: string[]): string[] {
-  const left = [...baseline];
-  return process.getActiveResourcesInfo().filter((resource) => {
-    const index = left.indexOf(resource);
-    if (index === -1) return true;
-    left.splice(index, 1);
-    return false;
-  });
 }
 
 /** An MCP server over Streamable HTTP on a free port of 127.0.0.1 with the tools `register` gives it, one session per client. */
