@@ -1,4 +1,4 @@
-import type { PermissionMode, PermissionRule } from './permissions.ts';
+import { type PermissionMode, type PermissionRule, wildcardMatches } from './permissions.ts';
 
 /**
  * A named way of working: what the model is told, which tools it is
@@ -49,5 +49,5 @@ export function agentMode(mode: PermissionMode, agent: AgentProfile): Permission
 /** Whether the agent is offered `tool`: its list names it, or a `*` pattern in it matches. */
 export function agentOffers(agent: AgentProfile, tool: string): boolean {
   if (agent.tools === undefined) return true;
-  return agent.tools.some((pattern) => (pattern.includes('*') ? new RegExp(`^${pattern.split('*').map((piece) => piece.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('.*')}$`).test(tool) : pattern === tool));
+  return agent.tools.some((pattern) => wildcardMatches(pattern, tool));
 }

@@ -44,7 +44,7 @@ const byMode: Record<PermissionMode, Record<ToolKind, PermissionDecision>> = {
 };
 
 /** Whether `subject` is `pattern` with each `*` standing for any run of characters; linear in each, however many stars. */
-function wildcardMatches(pattern: string, subject: string): boolean {
+export function wildcardMatches(pattern: string, subject: string): boolean {
   let p = 0;
   let s = 0;
   // Where the last star was, and where in the subject what it stands for ends so far: a mismatch later lets it take one more character.
