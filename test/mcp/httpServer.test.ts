@@ -136,6 +136,7 @@ describe('MCP tools from a Streamable HTTP server', () => {
     await tools.close();
     expect(server.ended).toHaveLength(1);
     await server.stop();
-    expect(resourcesBeyond(baseline)).toEqual([]);
+    // The client's sockets close once the server has closed its side, a moment later.
+    await expect.poll(() => resourcesBeyond(baseline), { timeout: 5_000 }).toEqual([]);
   });
 });
