@@ -6,6 +6,7 @@ import type { CapturedTree, CheckpointDiff, CheckpointSide, FileChanges } from '
 import type { ProviderMessage, ToolKind } from './providerAdapter.ts';
 import type { SideTaskKind } from './sideWork.ts';
 import type { RequestContext, RequestHeader } from './requestRecord.ts';
+import type { ApprovalPreview } from './approvalPreview.ts';
 
 /** What a piece of an assistant message holds. */
 export type PartKind = 'text' | 'reasoning' | 'tool';
@@ -209,6 +210,8 @@ export type DomainEvent =
       /** What the call does and touches, as the permission rules see it; an `always` answer allows this. */
       kind: ToolKind;
       subject: string;
+      /** What the call would change (a file's diff, a command and its folder), worked out before asking; absent in logs written before previews. */
+      preview?: ApprovalPreview | null;
     }
   | { type: 'approval.granted'; turnId: string; approvalId: string; partId: string; by: string; note: string | null }
   | { type: 'approval.denied'; turnId: string; approvalId: string; partId: string; by: string; note: string | null }

@@ -34,5 +34,7 @@ export { errorFields, silentLogger } from './logger.ts';
 export { type McpServerSpec, isStdioServer, mcpServerNamePattern } from './mcpServer.ts';
 export { VERSION } from './version.ts';
 export type { RequestHeader, RequestContext, InstructionsFile } from './requestRecord.ts';
+export type { ApprovalPreview } from './approvalPreview.ts';
+export { MAX_PREVIEW_PATCH_CHARS } from './approvalPreview.ts';
 export type { AgentProfile } from './agentProfile.ts';
 export { DEFAULT_AGENT, builtinAgents, agentMode, agentOffers } from './agentProfile.ts';

@@ -4,6 +4,7 @@ import type { PermissionMode, Permissions } from './permissions.ts';
 import type { ProviderMessage, ToolKind } from './providerAdapter.ts';
 import type { LogCursor } from './logCursor.ts';
 import type { RequestContext, RequestHeader } from './requestRecord.ts';
+import type { ApprovalPreview } from './approvalPreview.ts';
 
 /**
  * The read model of a thread, a pure fold of its events. Lifecycle `state`
@@ -201,6 +202,8 @@ export interface ApprovalView {
   input: unknown;
   kind: ToolKind;
   subject: string;
+  /** What the call would change, as the worker saw it when it asked (`null`: no preview). */
+  preview: ApprovalPreview | null;
   decidedBy: string | null;
   note: string | null;
   reason: string | null;

@@ -356,6 +356,7 @@ function applyContent(view: ThreadView, event: DomainEvent, at: number, seq: num
             input: event.input,
             kind: event.kind,
             subject: event.subject,
+            preview: event.preview ?? null,
             decidedBy: null,
             note: null,
             reason: null,

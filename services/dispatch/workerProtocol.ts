@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { idPattern } from '../../bus/subjects.ts';
-import { type DomainEvent, sideTaskKinds, sideTextLimits } from '../../domain/index.ts';
+import { type DomainEvent, MAX_PREVIEW_PATCH_CHARS, sideTaskKinds, sideTextLimits } from '../../domain/index.ts';
 
 /**
  * The worker protocol's messages. Whatever a worker sends is network input:
@@ -47,6 +47,23 @@ const fileChange = z
 const count = z.number().int().min(0);
 /** A list of changes as the domain caps it: totals of everything, the first files listed. */
 const fileChanges = { files: z.array(fileChange).max(100_000), filesChanged: count, additions: count, deletions: count, filesOmitted: count };
+
+// A worker's preview is shown to people: bounded like everything else it writes, so a hostile model cannot fill a page with one.
+const approvalPreview = z.discriminatedUnion('kind', [
+  z
+    .object({
+      kind: z.literal('diff'),
+      path: z.string().min(1).max(4_096),
+      patch: z.string().max(MAX_PREVIEW_PATCH_CHARS + 200),
+      additions: count,
+      deletions: count,
+      created: z.boolean(),
+      cut: z.boolean(),
+    })
+    .strict(),
+  z.object({ kind: z.literal('command'), command: z.string().max(MAX_PREVIEW_PATCH_CHARS), cwd: z.string().min(1).max(4_096) }).strict(),
+  z.object({ kind: z.literal('unavailable'), reason: z.string().max(2_000) }).strict(),
+]);
 
 const toolSpec = z.object({ name: z.string().min(1).max(256), description: z.string().max(100_000), inputSchema: z.record(z.string(), z.unknown()) }).strict();
 /** What a model call is told beyond the conversation; bounded, as a tool list and a prompt with project instructions can be long. */
@@ -172,6 +189,7 @@ export const workerEventSchema: z.ZodType<WorkerEvent> = z.union([
     input: z.unknown(),
     kind: z.enum(['read', 'edit', 'command']),
     subject: text,
+    preview: approvalPreview.nullable().optional(),
   }),
   event('approval.consumed', { turnId, approvalId: id }),
   event('approval.undelivered', { turnId, approvalId: id, reason: text }),

@@ -1,0 +1,31 @@
+/**
+ * What an approval allows, shown to the person before they answer: worked
+ * out by the worker from the workspace as it is at the moment of asking.
+ * A preview is a courtesy, never a promise: the call runs against the file as
+ * it is when it runs, and a preview that could not be made says why.
+ */
+export type ApprovalPreview =
+  | {
+      kind: 'diff';
+      /** The file, relative to the workspace root. */
+      path: string;
+      /** Unified diff of the file now against the file after the call (`--- a/path`, `+++ b/path`); cut past a bound, with a last line saying so. */
+      patch: string;
+      additions: number;
+      deletions: number;
+      /** The file does not exist yet: the call makes it. */
+      created: boolean;
+      /** The patch was cut (the counts are still whole). */
+      cut: boolean;
+    }
+  | {
+      kind: 'command';
+      command: string;
+      /** The folder it runs in, relative to the workspace root (`.` for the root). */
+      cwd: string;
+    }
+  /** The call would fail as it stands (text not found, a path refused…), or the file could not be read: the reason, in the tool's words. */
+  | { kind: 'unavailable'; reason: string };
+
+/** How much of a preview's patch is kept: enough to read, small enough for every log and page. */
+export const MAX_PREVIEW_PATCH_CHARS = 16_000;
