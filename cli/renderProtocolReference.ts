@@ -43,7 +43,8 @@ export function renderProtocolReference(): string {
   for (const method of apiMethods) {
     const schema = z.toJSONSchema(apiParams[method], { io: 'input' }) as JsonSchema;
     const scope = apiHandlers[method].scope;
-    lines.push(`#### \`${method}\``, '', `Scope: ${scope ? `\`${scope}\`` : 'none'}. Subject: \`<prefix>.v1.api.${method}\`.`, '');
+    const needs = scope === 'any' ? 'any (a known token, whatever its scopes)' : scope ? `\`${scope}\`` : 'none';
+    lines.push(`#### \`${method}\``, '', `Scope: ${needs}. Subject: \`<prefix>.v1.api.${method}\`.`, '');
     const fields = Object.entries(schema.properties ?? {});
     if (fields.length === 0) {
       lines.push('No parameters: send `{}`.', '');

@@ -1,5 +1,6 @@
 import type { ApprovalView, CapturedTree, CheckpointDiff, FileChanges, Refusal, StoredEvent, ThreadSummary, ThreadView, TurnView } from '../domain/index.ts';
 import type { ApiMethod } from './apiSchemas.ts';
+import type { Scope } from './scopes.ts';
 
 /** The answer to an accepted command; a rejected one is an `{ error }`. */
 export interface CommandResult {
@@ -106,6 +107,8 @@ export interface ApiResults {
   'checkpoint.revert': RevertResult;
   'session.stop': MutationResult;
   'worker.list': { workers: WorkerInfo[] };
+  /** Who the caller's token names, and what it may do, so a client offers only what it may ask for (without a tokens file: `local`, every scope). */
+  'auth.whoami': { principal: string; scopes: Scope[] };
   health: { status: 'ok'; service: string; version: string; instance: string; uptimeMs: number; loadedThreads: number; cluster?: Record<string, unknown> };
 }
 

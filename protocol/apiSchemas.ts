@@ -117,6 +117,7 @@ export const apiParams = {
     .strict(),
   'session.stop': z.object({ commandId, threadId: id, reason: z.string().max(1_000).default('stopped by the user') }).strict(),
   'worker.list': z.object({}).strict(),
+  'auth.whoami': z.object({}).strict(),
   health: z.object({}).strict(),
 } as const;
 

@@ -9,7 +9,7 @@ import type { Engine, SubmitOptions } from '../engine/engine.ts';
 import { mayUse, readableThread, requireThread } from './access.ts';
 import { type ApiResults, EVENT_ENVELOPE_BYTES, type PendingApproval, type WireEvent } from '../../protocol/apiResults.ts';
 import type { ApiMethod, ApiParams } from '../../protocol/apiSchemas.ts';
-import type { Principal, Scope } from './auth.ts';
+import { type Principal, type Scope, scopes } from './auth.ts';
 import { decodeCursor, decodePosition, encodeCursor, takePage } from './paging.ts';
 import type { ThreadWatches } from './threadWatches.ts';
 import { olderTurns, threadWindow } from './threadWindow.ts';
@@ -41,8 +41,8 @@ export interface ApiContext {
 
 
 interface Handler<M extends ApiMethod> {
-  /** `null`: anyone may call it (health). */
-  scope: Scope | null;
+  /** `null`: anyone may call it (health); `any`: any principal a token names, whatever its scopes. */
+  scope: Scope | 'any' | null;
   handle(context: ApiContext, params: ApiParams<M>): Promise<ApiResults[M]>;
 }
 
@@ -317,6 +317,10 @@ export const apiHandlers: { [M in ApiMethod]: Handler<M> } = {
   'worker.list': {
     scope: 'read',
     handle: async ({ workers }) => ({ workers: workers.workers() }),
+  },
+  'auth.whoami': {
+    scope: 'any',
+    handle: async ({ principal }) => ({ principal: principal.name, scopes: scopes.filter((scope) => principal.scopes.has(scope)) }),
   },
   health: {
     scope: null,

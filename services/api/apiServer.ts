@@ -138,7 +138,7 @@ export class ApiServer {
     if (!isApiMethod(method)) throw new TurnloomError('not_found', `unknown method "${method}"`, { method, methods: apiMethods });
     const handler = apiHandlers[method];
     const principal = handler.scope ? this.options.auth.principalFor(message.headers) : unauthenticated;
-    if (handler.scope) requireScope(principal, handler.scope, method);
+    if (handler.scope && handler.scope !== 'any') requireScope(principal, handler.scope, method);
     const params = parseParams(apiParams[method], raw, method);
     const context: ApiContext = {
       engine: this.options.engine,

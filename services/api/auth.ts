@@ -1,9 +1,9 @@
 import { z } from 'zod';
 import { isInbox } from '../../bus/index.ts';
 import { TurnloomError } from '../../domain/index.ts';
+import { type Scope, scopes } from '../../protocol/scopes.ts';
 
-export const scopes = ['read', 'operate', 'approve', 'admin'] as const;
-export type Scope = (typeof scopes)[number];
+export { type Scope, scopes };
 
 export interface Principal {
   name: string;

@@ -97,6 +97,8 @@ describe('headless API over the in-process bus', () => {
 
   it('answers health to anyone, and not_found for the diff or revert of a turn that changed nothing', async () => {
     expect(await client.call('health', {})).toMatchObject({ status: 'ok', service: 'turnloom' });
+    // Without a tokens file every caller is the local principal, with every scope.
+    expect(await client.call('auth.whoami', {})).toEqual({ principal: 'local', scopes: ['read', 'operate', 'approve', 'admin'] });
     const { threadId } = await client.call('thread.create', {});
     expect(await client.call('checkpoint.list', { threadId })).toEqual({ checkpoints: [], off: null });
     expect((await errorOf(client.call('checkpoint.diff', { threadId, checkpointId: 'nope' }))).code).toBe('not_found');

@@ -121,6 +121,14 @@ describe('principals and scopes', () => {
     expect(await codeOf((await clientFor('wrong-token-0123456789')).call('thread.list', {}))).toBe('forbidden');
     expect((await (await clientFor()).call('health', {})).status).toBe('ok');
   });
+
+  it('tells a token who it names and what it may do, and no one without a known token', async () => {
+    expect(await (await clientFor('reader-token-0123456789')).call('auth.whoami', {})).toEqual({ principal: 'riley', scopes: ['read'] });
+    expect(await (await clientFor('admin-token-0123456789')).call('auth.whoami', {})).toEqual({ principal: 'root', scopes: ['read', 'admin'] });
+    expect(await codeOf((await clientFor()).call('auth.whoami', {}))).toBe('forbidden');
+    expect(await codeOf((await clientFor('wrong-token-0123456789')).call('auth.whoami', {}))).toBe('forbidden');
+    expect(await codeOf((await clientFor('reader-token-0123456789')).call('auth.whoami', { principal: 'root' } as never))).toBe('invalid_payload');
+  });
 });
 
 describe('the inspector relay under tokens', () => {
