@@ -181,13 +181,22 @@ function selfLoop(box: Box, label: Point, labelSize: { width: number; height: nu
 }
 
 const round = (n: number) => Math.round(n * 10) / 10;
-const labelSize = (event: string) => ({ width: Math.round(event.length * LABEL_CHAR + 10), height: LABEL_HEIGHT });
+
+/**
+ * `full`: left to right, room made for every edge's label (wide: the turn
+ * chart is over 2,500 px). `fitted`: top to bottom with no room for labels,
+ * narrow enough to show whole at full size in the page's column; the page
+ * draws only a few labels there (the active states' edges), each set where
+ * it does not cover another, and the rest on hover.
+ */
+export type ChartShape = 'full' | 'fitted';
 
 /** The states that contain a state, outermost first. */
 const ancestors = (path: string) => path.split('.').slice(0, -1).map((_, i, parts) => parts.slice(0, i + 1).join('.'));
 
 /** Lays out one lifecycle machine with dagre: compound states as clusters, one labelled edge per (state, event). */
-export function layoutChart(name: LifecycleMachineName): ChartLayout {
+export function layoutChart(name: LifecycleMachineName, shape: ChartShape = 'full'): ChartLayout {
+  const labelSize = shape === 'full' ? (event: string) => ({ width: Math.round(event.length * LABEL_CHAR + 10), height: LABEL_HEIGHT }) : () => ({ width: 1, height: 1 });
   const machine = lifecycleMachines[name].machine;
   const config = JSON.parse(JSON.stringify(machine.config)) as ConfigNode;
   const { states, edges } = walkConfig(machine.id, config);
@@ -195,8 +204,8 @@ export function layoutChart(name: LifecycleMachineName): ChartLayout {
   const isCompound = (path: string) => byPath.get(path)!.compound;
 
   const g = new dagre.graphlib.Graph<GraphLabel, NodeLabel, EdgeLabel>({ compound: true, multigraph: true });
-  // Left to right reads like the Mermaid charts; top to bottom came out no narrower and harder to follow.
-  g.setGraph({ rankdir: 'LR', nodesep: 16, edgesep: 10, ranksep: 22 });
+  // Left to right reads like the Mermaid charts; with every label given room, top to bottom came out no narrower and harder to follow.
+  g.setGraph({ rankdir: shape === 'full' ? 'LR' : 'TB', nodesep: 16, edgesep: 10, ranksep: 22 });
   g.setDefaultEdgeLabel(() => ({}));
 
   for (const state of states) {
@@ -269,7 +278,7 @@ export function layoutChart(name: LifecycleMachineName): ChartLayout {
     // dagre's own label dummies are not children, but the ones inside the box must clear the title too.
     const labelTops = routes
       .filter((r) => r.x !== undefined && r.y !== undefined && contains(box, r as Point))
-      .map((r) => r.y! - LABEL_HEIGHT / 2);
+      .map((r) => r.y! - labelSize('').height / 2);
     const needed = box.y + TITLE - Math.min(...g.children(state.path).map((child: string) => boxes.get(child)!.y), ...labelTops);
     if (needed <= 0) continue;
     const line = box.y + 0.5;
@@ -344,6 +353,6 @@ export function layoutChart(name: LifecycleMachineName): ChartLayout {
 }
 
 /** The four charts, in the order the page and `/charts.json` present them. */
-export function layoutCharts(): ChartLayout[] {
-  return (['session', 'turn', 'part', 'approval'] as const).map(layoutChart);
+export function layoutCharts(shape: ChartShape = 'full'): ChartLayout[] {
+  return (['session', 'turn', 'part', 'approval'] as const).map((name) => layoutChart(name, shape));
 }

@@ -182,7 +182,7 @@ export class InspectorRelay {
     if (page) return this.sendFile(response, 'index.html');
     if (path.startsWith('/assets/')) return this.sendFile(response, path.slice('/assets/'.length));
     if (path === '/charts.json') {
-      this.charts ??= JSON.stringify({ machines: layoutCharts() });
+      this.charts ??= JSON.stringify({ machines: layoutCharts(), fitted: layoutCharts('fitted') });
       response.writeHead(200, { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-cache' });
       response.end(this.charts);
       return;

@@ -40,17 +40,22 @@ export async function call(method, params = {}) {
   return body.result;
 }
 
-/** @type {Promise<import('./charts.js').ChartLayout[]> | null} */
+/**
+ * @typedef {import('./charts.js').ChartLayout} ChartLayout
+ * @typedef {{ machines: ChartLayout[], fitted: ChartLayout[] }} ChartLayouts
+ */
+
+/** @type {Promise<ChartLayouts> | null} */
 let charts = null;
 
-/** The four machines, laid out; fetched once per page load. */
+/** The four machines, laid out in full and fitted; fetched once per page load. */
 export function fetchCharts() {
   charts ??= fetch('/charts.json')
     .then((response) => {
       if (!response.ok) throw new ApiError(`http_${response.status}`, `the relay answered /charts.json with HTTP ${response.status}`);
       return response.json();
     })
-    .then((body) => /** @type {import('./charts.js').ChartLayout[]} */ (body.machines))
+    .then((body) => /** @type {ChartLayouts} */ ({ machines: body.machines, fitted: body.fitted }))
     .catch((error) => {
       charts = null;
       throw error;

@@ -12,14 +12,24 @@ import { s } from './dom.js';
  */
 
 const LABEL_CHAR = 6.6;
+const LABEL_HEIGHT = 16;
+/** A fitted chart in a column narrower than itself shrinks this far at most, then scrolls: its text stays at 9 px or more. */
+const MIN_FIT_SCALE = 0.8;
+
+/** @param {string} event */
+const labelWidth = (event) => event.length * LABEL_CHAR + 8;
 
 /**
  * Draws one machine. Compound states first (they are containers), then the
- * edges, then the leaves and the labels, so nothing hides a label.
+ * edges, then the leaves and the labels, so nothing hides a label. A fitted
+ * layout (see `ChartShape` in inspector/chartLayout.ts) made no room for its
+ * labels: they stay hidden but for those `placeLabels` shows, and the one of
+ * the edge under the pointer.
  * @param {ChartLayout} layout
+ * @param {boolean} [fitted]
  * @returns {SVGSVGElement}
  */
-export function renderChart(layout) {
+export function renderChart(layout, fitted = false) {
   const arrow = `arrow-${layout.machine}`;
   const arrowFired = `arrow-fired-${layout.machine}`;
   const marker = (/** @type {string} */ id, /** @type {string} */ cls) =>
@@ -33,6 +43,7 @@ export function renderChart(layout) {
     height: layout.height,
     role: 'img',
     'aria-label': `${layout.machine} lifecycle: ${layout.description}`,
+    style: fitted ? `min-width:${Math.round(layout.width * MIN_FIT_SCALE)}px` : undefined,
   }, s('defs', {}, marker(arrow, 'arrowhead'), marker(arrowFired, 'arrowhead fired'))));
 
   const compounds = layout.states.filter((st) => st.compound);
@@ -42,19 +53,73 @@ export function renderChart(layout) {
   const labels = s('g', { class: 'labels' });
   for (const edge of layout.edges) {
     const points = edge.points.map((p) => `${p.x},${p.y}`).join(' ');
-    const width = edge.event.length * LABEL_CHAR + 8;
+    const width = labelWidth(edge.event);
     const group = s('g', { class: 'edge', 'data-from': edge.from, 'data-to': edge.to, 'data-event': edge.event, 'data-id': edge.id },
       s('title', {}, `${edge.from} → ${edge.to} on ${edge.event}`),
-      s('polyline', { points, 'marker-end': `url(#${arrow})`, 'data-marker': arrow, 'data-marker-fired': arrowFired }));
+      s('polyline', { points, 'marker-end': `url(#${arrow})`, 'data-marker': arrow, 'data-marker-fired': arrowFired }),
+      // A thin line is hard to point at: a wide invisible twin takes the pointer.
+      fitted ? s('polyline', { class: 'hit', points }) : null);
     svg.append(group);
     // Labels go on top of every line; each stays tied to its edge for the highlight.
-    labels.append(s('g', { class: 'edge-label', 'data-id': edge.id },
-      s('rect', { x: edge.labelX - width / 2, y: edge.labelY - 8, width, height: 16, rx: 3 }),
-      s('text', { x: edge.labelX, y: edge.labelY, 'text-anchor': 'middle', 'dominant-baseline': 'central' }, edge.event)));
+    const label = s('g', { class: 'edge-label', 'data-id': edge.id },
+      s('rect', { x: edge.labelX - width / 2, y: edge.labelY - LABEL_HEIGHT / 2, width, height: LABEL_HEIGHT, rx: 3 }),
+      s('text', { x: edge.labelX, y: edge.labelY, 'text-anchor': 'middle', 'dominant-baseline': 'central' }, edge.event));
+    labels.append(label);
+    if (fitted) {
+      group.addEventListener('mouseenter', () => label.classList.add('hover'));
+      group.addEventListener('mouseleave', () => label.classList.remove('hover'));
+    }
   }
   for (const st of leaves) svg.append(stateGroup(st));
   svg.append(labels);
+  if (fitted) svg.classList.add('fitted');
   return svg;
+}
+
+/**
+ * In a fitted chart, shows the labels of what can happen next (the edges
+ * leaving the active states, or a compound holding one) and of the edge that
+ * fired, each moved along or beside its line until it covers neither a state
+ * nor another shown label.
+ * @param {SVGSVGElement} svg
+ * @param {ChartLayout} layout
+ * @param {Iterable<string>} activePaths
+ */
+export function placeLabels(svg, layout, activePaths) {
+  const active = [...activePaths];
+  const fired = svg.querySelector('g.edge.fired')?.getAttribute('data-id') ?? null;
+  const leaving = (/** @type {ChartEdge} */ edge) => active.some((path) => path === edge.from || path.startsWith(`${edge.from}.`));
+  const shown = layout.edges.filter((edge) => edge.id === fired || leaving(edge)).sort((a, b) => Number(b.id === fired) - Number(a.id === fired));
+  /** @type {Array<{ x: number, y: number, width: number, height: number }>} */
+  const taken = layout.states.filter((st) => !st.compound);
+  for (const g of svg.querySelectorAll('g.edge-label')) {
+    g.classList.remove('shown');
+    g.removeAttribute('transform');
+  }
+  for (const edge of shown) {
+    const g = svg.querySelector(`g.edge-label[data-id="${CSS.escape(edge.id)}"]`);
+    if (!g) continue;
+    const width = labelWidth(edge.event);
+    const box = (/** @type {{ dx: number, dy: number }} */ { dx, dy }) => ({ x: edge.labelX - width / 2 + dx, y: edge.labelY - LABEL_HEIGHT / 2 + dy, width, height: LABEL_HEIGHT });
+    const free = (/** @type {{ x: number, y: number, width: number, height: number }} */ b) =>
+      b.x >= 0 && b.y >= 0 && b.x + b.width <= layout.width && b.y + b.height <= layout.height && !taken.some((t) => overlaps(b, t));
+    const offset = labelOffsets(width).find((candidate) => free(box(candidate))) ?? { dx: 0, dy: 0 };
+    taken.push(box(offset));
+    g.classList.add('shown');
+    if (offset.dx || offset.dy) g.setAttribute('transform', `translate(${offset.dx} ${offset.dy})`);
+  }
+}
+
+/** Where a label may go, nearest first: along a (mostly vertical) line, then beside it. @param {number} width */
+function labelOffsets(width) {
+  const side = width / 2 + 6;
+  const steps = [0, LABEL_HEIGHT + 2, -(LABEL_HEIGHT + 2), 2 * (LABEL_HEIGHT + 2), -2 * (LABEL_HEIGHT + 2), 3 * (LABEL_HEIGHT + 2), -3 * (LABEL_HEIGHT + 2)];
+  return [...steps.map((dy) => ({ dx: 0, dy })), ...steps.flatMap((dy) => [{ dx: side, dy }, { dx: -side, dy }])];
+}
+
+/** @param {{ x: number, y: number, width: number, height: number }} a @param {{ x: number, y: number, width: number, height: number }} b */
+function overlaps(a, b) {
+  return a.x < b.x + b.width && b.x < a.x + a.width && a.y < b.y + b.height && b.y < a.y + a.height;
 }
 
 /** @param {ChartState} st */

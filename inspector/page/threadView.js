@@ -7,7 +7,7 @@
  */
 import { call, describeError, fetchCharts } from './api.js';
 import { renderApprovals } from './approvals.js';
-import { renderChart, setActive, setFired } from './charts.js';
+import { placeLabels, renderChart, setActive, setFired } from './charts.js';
 import { h, reconcile, shortId } from './dom.js';
 import { LiveText } from './liveText.js';
 import { setBus, setStatus, showError } from './status.js';
@@ -22,7 +22,8 @@ const REFETCH_MS = 150;
  * @typedef {import('./stream.js').StoredEvent} StoredEvent
  * @typedef {import('./stream.js').Inspection} Inspection
  * @typedef {import('./overview.js').LinkMaker} LinkMaker
- * @typedef {{ svg: SVGSVGElement, layout: ChartLayout, panel: HTMLElement, subject: HTMLElement, fired: HTMLElement, scroller: HTMLElement, focus: string }} Chart
+ * @typedef {{ svg: SVGSVGElement, layout: ChartLayout, full: ChartLayout, fitted: ChartLayout, panel: HTMLElement, subject: HTMLElement,
+ *   fired: HTMLElement, scroller: HTMLElement, focus: string }} Chart
  */
 
 /** @param {HTMLElement} root @param {string} threadId @param {{ link: LinkMaker, setCrumb: (node: Node | string) => void }} nav */
@@ -52,7 +53,7 @@ export function mountThread(root, threadId, nav) {
   const meta = h('span', { class: 'thread-meta' });
   const turnSelect = h('select', { 'data-testid': 'select-turn', title: 'The turn the turn, part and approval charts show' });
   const interrupt = h('button', { type: 'button', hidden: true, title: 'Ask the engine to stop the open turn (turn.interrupt)' }, 'Interrupt turn');
-  const fit = h('label', { class: 'fit', title: 'Scale the charts to the column (or scroll them at full size)' }, h('input', { type: 'checkbox' }), ' fit charts');
+  const fit = h('label', { class: 'fit', title: 'Lay the charts out to fit the column: only the active states’ edges are labelled, the others on hover' }, h('input', { type: 'checkbox', 'data-testid': 'fit-charts' }), ' fit charts');
   const chartColumn = h('div', { class: 'charts' }, h('div', { class: 'empty' }, 'Loading the charts…'));
   const actorList = h('div', { class: 'actors', 'data-testid': 'actors' });
   const approvalList = h('div', { 'data-testid': 'thread-approvals' });
@@ -80,8 +81,18 @@ export function mountThread(root, threadId, nav) {
   fitBox.addEventListener('change', () => {
     localStorage.setItem('turnloom.fitCharts', fitBox.checked ? '1' : '0');
     chartColumn.classList.toggle('fit', fitBox.checked);
+    for (const chart of charts.values()) {
+      Object.assign(chart, drawn(chart.full, chart.fitted), { focus: '' });
+      chart.scroller.replaceChildren(chart.svg);
+    }
+    schedule();
   });
   chartColumn.classList.toggle('fit', fitBox.checked);
+
+  /** A chart in the layout the fit box asks for; the next render highlights it. @param {ChartLayout} full @param {ChartLayout} fitted */
+  function drawn(full, fitted) {
+    return fitBox.checked ? { layout: fitted, svg: renderChart(fitted, true) } : { layout: full, svg: renderChart(full) };
+  }
   interrupt.addEventListener('click', async () => {
     interrupt.disabled = true;
     try {
@@ -101,21 +112,22 @@ export function mountThread(root, threadId, nav) {
     schedule();
   }
 
-  fetchCharts().then((layouts) => {
+  fetchCharts().then(({ machines, fitted }) => {
     if (stopped) return;
     chartColumn.replaceChildren();
-    for (const layout of layouts) {
-      const svg = renderChart(layout);
+    machines.forEach((layout, index) => {
       const subject = h('span', { class: 'subject' });
       const fired = h('span', { class: 'fired-note' });
-      const scroller = h('div', { class: 'chart-scroll' }, svg);
+      const shapes = { full: layout, fitted: fitted[index] ?? layout };
+      const chart = { ...shapes, ...drawn(shapes.full, shapes.fitted) };
+      const scroller = h('div', { class: 'chart-scroll' }, chart.svg);
       const panel = h('section', { class: 'panel chart-panel', 'data-machine': layout.machine },
         h('h2', {}, layout.machine, subject, h('span', { class: 'desc', title: layout.description }, layout.description), h('span', { class: 'spacer' }), fired),
         scroller);
       chartColumn.append(panel);
-      charts.set(layout.machine, { svg, layout, panel, subject, fired, scroller, focus: '' });
+      charts.set(layout.machine, { ...chart, panel, subject, fired, scroller, focus: '' });
       finals.set(layout.machine, new Set(layout.states.filter((s) => s.final).map((s) => s.path)));
-    }
+    });
     schedule();
   }).catch((error) => {
     chartColumn.replaceChildren(h('div', { class: 'empty' }, `The charts did not load: ${describeError(error)}`));
@@ -315,6 +327,7 @@ export function mountThread(root, threadId, nav) {
     if (!chart) return;
     setActive(chart.svg, counts);
     const found = setFired(chart.svg, fired);
+    if (fitBox.checked) placeLabels(chart.svg, chart.layout, counts.keys());
     chart.subject.textContent = subject;
     if (fired) {
       const who = fired.actorId ? `${shortId(fired.actorId)} ` : '';

@@ -1,6 +1,6 @@
 import type { AnyStateMachine, AnyStateNode } from 'xstate';
 import { describe, expect, it } from 'vitest';
-import { layoutChart, layoutCharts, type ChartLayout } from '../../inspector/chartLayout.ts';
+import { type ChartLayout, type ChartShape, layoutChart, layoutCharts } from '../../inspector/chartLayout.ts';
 import { lifecycleMachines, type LifecycleMachineName } from '../../machines/index.ts';
 
 type Box = { x: number; y: number; width: number; height: number };
@@ -31,15 +31,18 @@ const onBorder = (p: { x: number; y: number }, b: Box) => {
 
 const names = Object.keys(lifecycleMachines) as LifecycleMachineName[];
 
-for (const name of names) {
+/** The widest a fitted chart may be: the page's chart column at a 1,400 px window, so it shows whole at full size. */
+const FITTED_MAX_WIDTH = 800;
+
+for (const [name, shape] of names.flatMap((n) => (['full', 'fitted'] as ChartShape[]).map((sh) => [n, sh] as const))) {
   const machine: AnyStateMachine = lifecycleMachines[name].machine;
-  const layout: ChartLayout = layoutChart(name);
+  const layout: ChartLayout = layoutChart(name, shape);
   const nodes = allNodes(machine.root);
   const byPath = new Map(layout.states.map((state) => [state.path, state]));
   // A compound's name is drawn at its top left in 11.5px monospace, within its first 20px.
   const titles = layout.states.filter((s) => s.compound).map((s) => ({ path: s.path, x: s.x, y: s.y, width: s.name.length * 7.4 + 12, height: 20 }));
 
-  describe(`${name} chart layout`, () => {
+  describe(`${name} chart layout, ${shape}`, () => {
     it('has every state exactly once, parents first, with positive size', () => {
       expect(layout.machine).toBe(name);
       expect(layout.states.map((s) => s.path).sort()).toEqual(nodes.map(pathOf).sort());
@@ -98,7 +101,20 @@ for (const name of names) {
       }
     });
 
-    it('keeps edge labels off the leaf states and off the names of compound states', () => {
+    if (shape === 'fitted') it('is narrow enough to show whole at full size, its labels anchored on their lines', () => {
+      expect(layout.width).toBeLessThanOrEqual(FITTED_MAX_WIDTH);
+      for (const edge of layout.edges) {
+        const onLine = edge.points.slice(1).some((p, i) => {
+          const a = edge.points[i]!;
+          const cross = (p.x - a.x) * (edge.labelY - a.y) - (p.y - a.y) * (edge.labelX - a.x);
+          const within = edge.labelX >= Math.min(a.x, p.x) - 1 && edge.labelX <= Math.max(a.x, p.x) + 1 && edge.labelY >= Math.min(a.y, p.y) - 1 && edge.labelY <= Math.max(a.y, p.y) + 1;
+          return within && Math.abs(cross) / Math.max(Math.hypot(p.x - a.x, p.y - a.y), 1) <= 1;
+        });
+        expect(onLine || edge.from === edge.to, edge.id).toBe(true);
+      }
+    });
+
+    if (shape === 'full') it('keeps edge labels off the leaf states and off the names of compound states', () => {
       const leaves = layout.states.filter((s) => !s.compound);
       for (const edge of layout.edges) {
         // The page draws labels at 11px monospace: about 6.6px a character, 16px high.
@@ -117,5 +133,6 @@ describe('layoutCharts', () => {
 
   it('is deterministic: the same charts every time', () => {
     expect(JSON.stringify(layoutCharts())).toBe(JSON.stringify(layoutCharts()));
+    expect(JSON.stringify(layoutCharts('fitted'))).toBe(JSON.stringify(layoutCharts('fitted')));
   });
 });

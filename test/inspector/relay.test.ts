@@ -187,10 +187,14 @@ describe('the inspector relay: what it answers, and to whom', () => {
     expect((await raw('/nothing-here')).status).toBe(404);
   });
 
-  it('lays out the four machines for the charts', async () => {
-    const { machines } = JSON.parse((await raw('/charts.json')).body) as { machines: Array<{ machine: string; states: Array<{ path: string }> }> };
+  it('lays out the four machines for the charts, in full and fitted', async () => {
+    type Charts = Array<{ machine: string; width: number; states: Array<{ path: string }> }>;
+    const { machines, fitted } = JSON.parse((await raw('/charts.json')).body) as { machines: Charts; fitted: Charts };
     expect(machines.map((chart) => chart.machine)).toEqual(['session', 'turn', 'part', 'approval']);
     expect(machines[1]!.states.map((state) => state.path)).toContain('running.awaitingApproval');
+    expect(fitted.map((chart) => chart.machine)).toEqual(['session', 'turn', 'part', 'approval']);
+    expect(fitted[1]!.states.map((state) => state.path).sort()).toEqual(machines[1]!.states.map((state) => state.path).sort());
+    expect(fitted[1]!.width).toBeLessThan(machines[1]!.width / 2);
   });
 
   it('answers only on its own address, and takes API calls only from its own page, for the methods the page needs', async () => {
