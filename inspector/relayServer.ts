@@ -30,17 +30,27 @@ export interface RelayOptions {
 
 const keyPattern = /^[A-Za-z0-9_-]{16,128}$/;
 
-/** What the page may ask of the API: reads, and answering or stopping what it shows. */
+/**
+ * What the page may ask of the API: reads, who its token is, starting a
+ * thread and its turns, answering, stopping and undoing what it shows. The
+ * API still checks each call against the relay's token (`operate` to start
+ * or revert, `approve` to answer); nothing here grants a scope.
+ */
 const pageMethods = new Set<ApiMethod>([
   'thread.list',
   'thread.get',
   'thread.turns',
   'thread.events',
+  'thread.create',
+  'turn.start',
+  'turn.interrupt',
   'approval.list',
   'approval.respond',
-  'turn.interrupt',
   'worker.list',
   'checkpoint.list',
+  'checkpoint.diff',
+  'checkpoint.revert',
+  'auth.whoami',
   'health',
 ]);
 

@@ -152,6 +152,30 @@ describe('the inspector relay under tokens', () => {
       await fx.dispose();
     }
   });
+
+  it('lets the page start and revert only what the relay’s token may: a reader’s page learns its scopes and is refused the rest', async () => {
+    const fx = await openApiFixture({ auth: { tokens } });
+    const relay = await new InspectorRelay({ bus: await fx.connect(), prefix: fx.prefix, token: 'reader-token-0123456789', port: 0 }).start();
+    try {
+      await fx.server.engine.submit({ type: 'thread.create', commandId: 'shared', threadId: 'shared-thread', title: 'shared', workspace: null, owner: null });
+      const before = fx.store.lastSeq();
+      const page = await openRelayPage(relay.pageUrl);
+      const call = async (method: string, params: unknown) =>
+        (await (await page.fetch(`api/${method}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(params) })).json()) as { result?: unknown; error?: { code: string; details: { scope?: string } } };
+      expect((await call('auth.whoami', {})).result).toEqual({ principal: 'riley', scopes: ['read'] });
+      for (const [method, params] of [
+        ['thread.create', { title: 'mine' }],
+        ['turn.start', { threadId: 'shared-thread', input: { text: 'go' } }],
+        ['checkpoint.revert', { threadId: 'shared-thread', checkpointId: 'turn-1' }],
+      ] as const) {
+        expect((await call(method, params)).error, method).toMatchObject({ code: 'forbidden', details: { scope: 'operate' } });
+      }
+      expect(fx.store.lastSeq()).toBe(before);
+    } finally {
+      await relay.stop();
+      await fx.dispose();
+    }
+  });
 });
 
 describe('the shipped NATS permissions (docs/nats/turnloom-permissions.conf) on a real server', () => {

@@ -206,8 +206,10 @@ describe('the inspector relay: what it answers, and to whom', () => {
     expect((await post('health', {}, { origin: 'http://attacker.example' })).status).toBe(403);
     expect((await post('health', {}, { 'sec-fetch-site': 'cross-site' })).status).toBe(403);
     expect((await raw('/api/health', { method: 'POST', headers: { 'content-type': 'text/plain' }, body: '{}' })).status).toBe(403);
-    expect((await post('turn.start', { threadId: 'x', input: { text: 'hi' } })).status).toBe(404);
-    expect((await post('thread.create', {})).status).toBe(404);
+    // Neither archiving (an admin's), nor configuring a thread's permissions, nor watches of its own: the page has no use for them.
+    expect((await post('thread.archive', { threadId: 'x' })).status).toBe(404);
+    expect((await post('thread.configure', { threadId: 'x', mode: 'full' })).status).toBe(404);
+    expect((await post('thread.watch', { threadId: 'x', deliverTo: '_INBOX.x.y' })).status).toBe(404);
     // The API's own answers come back as they are, typed.
     const missing = JSON.parse((await post('approval.respond', { threadId: 'nope', approvalId: 'a1', decision: 'once' })).body);
     expect(missing.error.code).toBe('not_found');
