@@ -1,12 +1,16 @@
 // @ts-check
-/** Pending approvals as rows with Approve and Deny, answered through `approval.respond`. */
+/** Pending approvals as cards with what they allow (a diff, a command) and Approve and Deny, answered through `approval.respond`. */
 import { call, describeError } from './api.js';
+import { diffStat, renderPatch } from './diffView.js';
 import { formatAgo, h, reconcile, shortId } from './dom.js';
 import { showError } from './status.js';
 
 /**
+ * @typedef {{ kind: 'diff', path: string, patch: string, additions: number, deletions: number, created: boolean, cut: boolean }
+ *   | { kind: 'command', command: string, cwd: string }
+ *   | { kind: 'unavailable', reason: string }} ApprovalPreview
  * @typedef {{ id: string, threadId: string, turnId: string, state?: string, toolName: string, kind: string,
- *   subject: string, input: unknown, requestedAt: number }} PendingApproval
+ *   subject: string, input: unknown, requestedAt: number, preview?: ApprovalPreview | null }} PendingApproval
  * @typedef {{ showThread: boolean, onAnswered: () => void, link: (path: string, label: string, attrs?: Record<string, string>) => HTMLElement }} RowOptions
  */
 
@@ -32,7 +36,8 @@ function approvalRow(approval, options) {
     h('div', { class: 'what' },
       h('div', {}, h('span', { class: 'tool' }, approval.toolName), ' ', h('span', { class: 'state-tag' }, approval.kind)),
       h('div', { class: 'subject', title: input }, approval.subject || input),
-      approval.subject && input.length > 2 ? h('div', { class: 'input mono faint', title: input }, input.length > 160 ? `${input.slice(0, 159)}…` : input) : null,
+      approval.preview ? preview(approval.preview) : null,
+      approval.subject && input.length > 2 && !approval.preview ? h('div', { class: 'input mono faint', title: input }, input.length > 160 ? `${input.slice(0, 159)}…` : input) : null,
       h('div', { class: 'meta' },
         options.showThread ? options.link(`/threads/${approval.threadId}`, `thread ${shortId(approval.threadId)}`, { title: approval.threadId }) : null,
         options.showThread ? ' · ' : null,
@@ -73,4 +78,24 @@ function approvalRow(approval, options) {
     if (event.key === 'Enter') void respond('deny');
   });
   return row;
+}
+
+/**
+ * What answering yes would do, as the worker saw it when it asked: the
+ * file's diff, the command and the folder it runs in, or why it could not tell.
+ * @param {ApprovalPreview} p
+ */
+function preview(p) {
+  if (p.kind === 'diff') {
+    return h('div', { class: 'preview', 'data-testid': 'approval-preview', 'data-kind': 'diff' },
+      h('div', { class: 'preview-head' }, p.created ? 'creates ' : 'changes ', h('span', { class: 'mono' }, p.path), ' ', diffStat(p.additions, p.deletions),
+        p.cut ? h('span', { class: 'faint' }, ' · the patch is cut, the counts are whole') : null),
+      renderPatch(p.patch, { testid: 'approval-diff' }));
+  }
+  if (p.kind === 'command') {
+    return h('div', { class: 'preview', 'data-testid': 'approval-preview', 'data-kind': 'command' },
+      h('pre', { class: 'command' }, h('span', { class: 'prompt' }, '$ '), p.command),
+      h('div', { class: 'preview-head' }, 'in ', h('span', { class: 'mono' }, p.cwd === '.' ? 'the workspace root' : p.cwd)));
+  }
+  return h('div', { class: 'preview unavailable', 'data-testid': 'approval-preview', 'data-kind': 'unavailable' }, 'no preview: ', p.reason);
 }

@@ -11,7 +11,8 @@
  * @typedef {import('./stream.js').Inspection} Inspection
  * @typedef {{ from: string | null, event: string, to: string, threadSeq: number }} Fired
  * @typedef {{ id: string, kind: string, state: string, step: number, text: string, tool: { name: string, inputText: string } | null }} PartView
- * @typedef {{ id: string, state: string, partId: string, toolName: string, kind: string, subject: string, input: unknown, requestedAt: number }} ApprovalView
+ * @typedef {{ id: string, state: string, partId: string, toolName: string, kind: string, subject: string, input: unknown, requestedAt: number,
+ *   preview?: import('./approvals.js').ApprovalPreview | null }} ApprovalView
  * @typedef {{ id: string, state: string, messages: Array<{ parts: PartView[] }>, approvals: ApprovalView[], requestedAt: number,
  *   provider: { name: string, model: string | null }, error: string | null, stopReason: string | null, agent?: string | null }} TurnView
  * @typedef {{ id: string, title: string, seq: number, session: { state: string, failure: string | null }, turnIds: string[],
