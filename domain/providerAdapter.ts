@@ -1,5 +1,6 @@
 import type { ProviderErrorInfo, ProviderEvent } from './providerEvents.ts';
 import type { SideTaskKind } from './sideWork.ts';
+import type { ApprovalPreview } from './approvalPreview.ts';
 
 /** One message of the conversation as the model sees it, derived from the thread's log. */
 export type ProviderMessage =
@@ -58,6 +59,13 @@ export interface ToolExecutor {
   /** Whether this executor runs this call; left out, it runs every call. A provider's own tools may take only some. */
   handles?(call: ToolCall): boolean;
   classify(call: ToolCall): ToolClass;
+  /**
+   * What the call would change, for the person asked to allow it, worked out
+   * without changing anything (a file's diff, a command and its folder);
+   * `null` or left out: nothing to show. Never throws: why a preview could
+   * not be made is itself a preview.
+   */
+  preview?(call: ToolCall): Promise<ApprovalPreview | null>;
   /**
    * Runs the call, for turn `turnId` when it has one; a bad input or a
    * failure is a result with `isError`, never a throw. Stops when `signal` aborts.

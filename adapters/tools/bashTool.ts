@@ -87,5 +87,7 @@ export const bashTool = defineTool({
   input,
   subject: ({ command }) => command,
   outlivesCall: ({ keepRunning }) => keepRunning === true,
+  // Every command starts in the workspace root (the command line may cd elsewhere, and shows it).
+  preview: async ({ command }) => ({ kind: 'command', command, cwd: '.' }),
   run: ({ command, keepRunning, timeoutMs }, context) => runBash(command, keepRunning === true, Math.min(timeoutMs ?? context.bashTimeoutMs, maxTimeoutMs), context),
 });

@@ -19,6 +19,7 @@ export function combineTools(...executors: ToolExecutor[]): ToolExecutor {
     handles: (call) => owner(call) !== undefined,
     // No executor has it, so nothing will run: it gets only its error, and nobody need be asked.
     classify: (call): ToolClass => owner(call)?.classify(call) ?? { kind: 'read', subject: '' },
+    preview: async (call) => (await owner(call)?.preview?.(call)) ?? null,
     execute: async (call, signal, turnId): Promise<ToolResult> => {
       const executor = owner(call);
       if (executor) return executor.execute(call, signal, turnId);

@@ -1,5 +1,6 @@
 import { constants } from 'node:fs';
 import { z } from 'zod';
+import { currentText, diffPreview } from './changePreview.ts';
 import { openFileToChange, replaceContent } from './fileToChange.ts';
 import { defineTool } from './toolDefinition.ts';
 import { ToolError } from './toolError.ts';
@@ -19,22 +20,33 @@ function occurrences(text: string, part: string): number {
   return count;
 }
 
+/** The file's text after the edit; a `ToolError` when the edit cannot apply as asked. */
+function edited(text: string, shown: string, { oldText, newText, replaceAll = false }: z.output<typeof input>): { text: string; count: number } {
+  const count = occurrences(text, oldText);
+  if (count === 0) throw new ToolError(`oldText not found in ${shown}`);
+  if (count > 1 && !replaceAll) throw new ToolError(`oldText occurs ${count} times in ${shown}; give more context or set replaceAll`);
+  // split/join, not String.replace: `$&` and friends in newText must stay literal.
+  return { text: text.split(oldText).join(newText), count };
+}
+
 export const editTool = defineTool({
   name: 'edit',
   description: 'Replace exact text in a file. oldText must match the file exactly and, unless replaceAll is set, occur only once.',
   kind: 'edit',
   input,
   subject: ({ path }, workspace) => workspace.subject(path),
-  async run({ path, oldText, newText, replaceAll = false }, { workspace, signal }) {
-    const file = await workspace.resolveWritable(path);
+  async preview(call, workspace) {
+    const file = await workspace.resolveWritable(call.path);
+    const before = await currentText(file);
+    if (before === null) throw new ToolError(`${file.relative} does not exist`);
+    return diffPreview(file.relative, before, edited(before, file.relative, call).text);
+  },
+  async run(call, { workspace, signal }) {
+    const file = await workspace.resolveWritable(call.path);
     const handle = await openFileToChange(workspace, file, constants.O_RDWR);
     try {
-      const text = await handle.readFile({ encoding: 'utf8', signal });
-      const count = occurrences(text, oldText);
-      if (count === 0) throw new ToolError(`oldText not found in ${file.relative}`);
-      if (count > 1 && !replaceAll) throw new ToolError(`oldText occurs ${count} times in ${file.relative}; give more context or set replaceAll`);
-      // split/join, not String.replace: `$&` and friends in newText must stay literal.
-      await replaceContent(handle, text.split(oldText).join(newText));
+      const { text, count } = edited(await handle.readFile({ encoding: 'utf8', signal }), file.relative, call);
+      await replaceContent(handle, text);
       return `replaced ${count} ${count === 1 ? 'occurrence' : 'occurrences'} in ${file.relative}`;
     } finally {
       await handle.close();

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { ToolKind, ToolResult, ToolSpec } from '../../domain/index.ts';
+import type { ApprovalPreview, ToolKind, ToolResult, ToolSpec } from '../../domain/index.ts';
 import type { CommandSettings, KeptCommands } from './commandProcess.ts';
 import type { Workspace } from './workspacePath.ts';
 
@@ -23,7 +23,14 @@ export interface ToolContext {
 
 /** A call whose input passed its schema, ready to classify and run; or why the input did not pass. */
 export type PreparedCall =
-  | { ok: true; subject: string; outlivesCall: boolean; run(context: ToolContext): Promise<string | ToolResult> }
+  | {
+      ok: true;
+      subject: string;
+      outlivesCall: boolean;
+      run(context: ToolContext): Promise<string | ToolResult>;
+      /** What the call would change, for the person asked to allow it (`null`: nothing to show). */
+      preview(workspace: Workspace): Promise<ApprovalPreview | null>;
+    }
   | { ok: false; problems: string };
 
 export interface WorkspaceTool {
@@ -40,6 +47,8 @@ interface ToolDefinition<Schema extends z.ZodType> {
   subject(input: z.output<Schema>, workspace: Workspace): string;
   /** Whether the call leaves processes running after it returns; left out, it does not. */
   outlivesCall?(input: z.output<Schema>): boolean;
+  /** What the call would change, worked out without changing anything; a `ToolError` says why it cannot be shown. */
+  preview?(input: z.output<Schema>, workspace: Workspace): Promise<ApprovalPreview>;
   /** A string is a successful result; failures throw (a `ToolError` for a message written for the model). */
   run(input: z.output<Schema>, context: ToolContext): Promise<string | ToolResult>;
 }
@@ -65,7 +74,13 @@ export function defineTool<Schema extends z.ZodType>(definition: ToolDefinition<
       const parsed = definition.input.safeParse(input);
       if (!parsed.success) return { ok: false, problems: describeIssues(parsed.error) };
       const valid = parsed.data;
-      return { ok: true, subject: definition.subject(valid, workspace), outlivesCall: definition.outlivesCall?.(valid) ?? false, run: (context) => definition.run(valid, context) };
+      return {
+        ok: true,
+        subject: definition.subject(valid, workspace),
+        outlivesCall: definition.outlivesCall?.(valid) ?? false,
+        run: (context) => definition.run(valid, context),
+        preview: async (at) => (definition.preview ? definition.preview(valid, at) : null),
+      };
     },
   };
 }

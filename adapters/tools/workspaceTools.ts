@@ -1,4 +1,4 @@
-import type { ToolCall, ToolClass, ToolExecutor, ToolResult, ToolSpec } from '../../domain/index.ts';
+import type { ApprovalPreview, ToolCall, ToolClass, ToolExecutor, ToolResult, ToolSpec } from '../../domain/index.ts';
 import { bashTool } from './bashTool.ts';
 import { capOutput } from './capOutput.ts';
 import { type CommandSettings, KeptCommands } from './commandProcess.ts';
@@ -149,6 +149,14 @@ export class WorkspaceTools implements ToolExecutor {
     const prepared = tool.prepare(call.input, this.workspace);
     if (!prepared.ok) return { kind: tool.kind, subject: '' };
     return prepared.outlivesCall ? { kind: tool.kind, subject: prepared.subject, outlivesCall: true } : { kind: tool.kind, subject: prepared.subject };
+  }
+
+  async preview(call: ToolCall): Promise<ApprovalPreview | null> {
+    const tool = toolNamed(call.name);
+    const prepared = tool?.prepare(call.input, this.workspace);
+    // A call that cannot run fails with its own error when it is allowed; the question need not guess at it.
+    if (!prepared?.ok) return null;
+    return prepared.preview(this.workspace).catch((error: unknown) => ({ kind: 'unavailable' as const, reason: describeFailure(error, this.workspace) }));
   }
 
   /** Ends what the turn's kept commands left running, and resolves once it is gone. */

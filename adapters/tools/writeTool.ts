@@ -1,5 +1,6 @@
 import { constants } from 'node:fs';
 import { z } from 'zod';
+import { currentText, diffPreview } from './changePreview.ts';
 import { openFileToChange, replaceContent } from './fileToChange.ts';
 import { defineTool } from './toolDefinition.ts';
 
@@ -16,6 +17,10 @@ export const writeTool = defineTool({
   kind: 'edit',
   input,
   subject: ({ path: file }, workspace) => workspace.subject(file),
+  async preview({ path: file, content }, workspace) {
+    const target = await workspace.resolveWritable(file);
+    return diffPreview(target.relative, await currentText(target), content);
+  },
   async run({ path: file, content }, { workspace }) {
     const target = await workspace.resolveWritable(file);
     const handle = await openFileToChange(workspace, target, constants.O_WRONLY | constants.O_CREAT);

@@ -1,4 +1,5 @@
 import { resolve as resolvePath } from 'node:path';
+import { previewOf } from './callPreview.ts';
 import { setTimeout as sleep } from 'node:timers/promises';
 import {
   type DomainEvent,
@@ -324,7 +325,8 @@ async function runTool(work: TurnWork, call: ToolCall, tools: ToolExecutor): Pro
   const consumed: DomainEvent[] = [];
   if (permission === 'ask') {
     if (!asked) {
-      await work.outbox.record([{ type: 'approval.requested', turnId, approvalId: approvalId!, partId, toolCallId: call.callId, toolName: call.name, input: call.input, kind, subject }]);
+      const preview = await previewOf(tools, call, work.log);
+      await work.outbox.record([{ type: 'approval.requested', turnId, approvalId: approvalId!, partId, toolCallId: call.callId, toolName: call.name, input: call.input, kind, subject, preview }]);
       await reachWritten(work);
     }
     // Refused by the machines (the turn is being stopped): nobody will answer, so nothing runs.

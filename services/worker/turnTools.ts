@@ -19,6 +19,7 @@ export function turnTools(own: ToolExecutor | undefined, workspace: ToolExecutor
   return {
     specs: () => (workspace ? workspace.specs() : own.specs()),
     classify: (call) => pick(call).classify(call),
+    preview: async (call) => (await pick(call).preview?.(call)) ?? null,
     execute: (call, signal, turnId): Promise<ToolResult> => pick(call).execute(call, signal, turnId),
   };
 }

@@ -1,0 +1,70 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { MAX_PREVIEW_PATCH_CHARS } from '../../domain/index.ts';
+import { type WorkspaceFixture, openWorkspaceFixture, toolSteps } from './workspaceFixture.ts';
+
+let ws: WorkspaceFixture | undefined;
+afterEach(async () => {
+  await ws?.dispose();
+  ws = undefined;
+});
+
+async function pendingApproval(w: WorkspaceFixture, threadId: string) {
+  await expect.poll(async () => (await w.client.call('approval.list', { threadId })).approvals.length, { timeout: 15_000 }).toBe(1);
+  return (await w.client.call('approval.list', { threadId })).approvals[0]!;
+}
+
+/** Starts a turn whose one call needs approval, and gives the preview it was asked with (the file untouched meanwhile). */
+async function previewOf(w: WorkspaceFixture) {
+  const { threadId } = await w.client.call('thread.create', {});
+  await w.client.call('turn.start', { threadId, input: { text: 'change it' } });
+  return { threadId, approval: await pendingApproval(w, threadId) };
+}
+
+describe('an approval shows what it allows, worked out before asking', () => {
+  it('an edit carries the unified diff against the file as it is, and nothing is written before the answer', async () => {
+    ws = await openWorkspaceFixture(toolSteps({ name: 'edit', input: { path: 'a.txt', oldText: 'first line', newText: 'better line' } }));
+    const { approval } = await previewOf(ws);
+    expect(approval.preview).toEqual({
+      kind: 'diff',
+      path: 'a.txt',
+      patch: '--- a/a.txt\n+++ b/a.txt\n@@ -1,1 +1,1 @@\n-first line\n+better line',
+      additions: 1,
+      deletions: 1,
+      created: false,
+      cut: false,
+    });
+    expect(readFileSync(join(ws.repo.path, 'a.txt'), 'utf8')).toBe('first line\n');
+  });
+
+  it('a write of a new file shows it created; a huge one is cut with a note, its counts whole', async () => {
+    const content = Array.from({ length: 5_000 }, (_, at) => `line ${at}`).join('\n');
+    ws = await openWorkspaceFixture(toolSteps({ name: 'write', input: { path: 'src/new.txt', content } }));
+    const { approval } = await previewOf(ws);
+    const preview = approval.preview as Extract<typeof approval.preview, { kind: 'diff' }>;
+    expect(preview).toMatchObject({ kind: 'diff', path: 'src/new.txt', created: true, cut: true, additions: 5_000, deletions: 0 });
+    expect(preview.patch.startsWith('--- /dev/null\n+++ b/src/new.txt\n@@ -0,0 +1,5000 @@\n+line 0\n')).toBe(true);
+    expect(preview.patch.length).toBeLessThanOrEqual(MAX_PREVIEW_PATCH_CHARS + 100);
+    expect(preview.patch).toMatch(/\n… \d+ more lines of the diff not shown$/);
+  });
+
+  it('an edit that cannot apply says why instead of a diff; a command shows itself and its folder', async () => {
+    ws = await openWorkspaceFixture(toolSteps({ name: 'edit', input: { path: 'a.txt', oldText: 'not there', newText: 'x' } }));
+    expect((await previewOf(ws)).approval.preview).toEqual({ kind: 'unavailable', reason: 'oldText not found in a.txt' });
+    await ws.dispose();
+    ws = await openWorkspaceFixture(toolSteps({ name: 'bash', input: { command: 'npm test -- --watch=false' } }));
+    expect((await previewOf(ws)).approval.preview).toEqual({ kind: 'command', command: 'npm test -- --watch=false', cwd: '.' });
+  });
+
+  it('a write into .git or outside the workspace previews the refusal, never the file it names', async () => {
+    ws = await openWorkspaceFixture(toolSteps({ name: 'write', input: { path: '../../etc/passwd', content: 'x' } }));
+    const outside = (await previewOf(ws)).approval.preview;
+    expect(outside).toEqual({ kind: 'unavailable', reason: 'path "../../etc/passwd" is outside the workspace' });
+    await ws.dispose();
+    ws = await openWorkspaceFixture(toolSteps({ name: 'write', input: { path: '.git/config', content: 'x' } }));
+    const gitFolder = (await previewOf(ws)).approval.preview;
+    expect(gitFolder).toMatchObject({ kind: 'unavailable' });
+    expect((gitFolder as { reason: string }).reason).toContain(".git folder");
+  });
+});
