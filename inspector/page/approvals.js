@@ -1,7 +1,7 @@
 // @ts-check
 /** Pending approvals as cards with what they allow (a diff, a command) and Approve and Deny, answered through `approval.respond`. */
 import { call, describeError } from './api.js';
-import { diffStat, renderPatch } from './diffView.js';
+import { renderPatch } from './diffView.js';
 import { formatAgo, h, reconcile, shortId } from './dom.js';
 import { showError } from './status.js';
 
@@ -35,7 +35,8 @@ function approvalRow(approval, options) {
   const row = h('div', { class: 'approval', 'data-testid': 'approval', 'data-approval-id': approval.id, 'data-thread-id': approval.threadId },
     h('div', { class: 'what' },
       h('div', {}, h('span', { class: 'tool' }, approval.toolName), ' ', h('span', { class: 'state-tag' }, approval.kind)),
-      h('div', { class: 'subject', title: input }, approval.subject || input),
+      // A diff names its file and a command preview shows its line: the subject would say it twice.
+      shows(approval.preview) ? null : h('div', { class: 'subject', title: input }, approval.subject || input),
       approval.preview ? preview(approval.preview) : null,
       approval.subject && input.length > 2 && !approval.preview ? h('div', { class: 'input mono faint', title: input }, input.length > 160 ? `${input.slice(0, 159)}…` : input) : null,
       h('div', { class: 'meta' },
@@ -80,6 +81,9 @@ function approvalRow(approval, options) {
   return row;
 }
 
+/** @param {ApprovalPreview | null | undefined} p */
+const shows = (p) => p?.kind === 'diff' || p?.kind === 'command';
+
 /**
  * What answering yes would do, as the worker saw it when it asked: the
  * file's diff, the command and the folder it runs in, or why it could not tell.
@@ -87,15 +91,15 @@ function approvalRow(approval, options) {
  */
 function preview(p) {
   if (p.kind === 'diff') {
+    const notes = [p.created ? 'a new file' : null, p.cut ? 'the patch is cut here; its counts are whole' : null].filter(Boolean).join(' · ');
     return h('div', { class: 'preview', 'data-testid': 'approval-preview', 'data-kind': 'diff' },
-      h('div', { class: 'preview-head' }, p.created ? 'creates ' : 'changes ', h('span', { class: 'mono' }, p.path), ' ', diffStat(p.additions, p.deletions),
-        p.cut ? h('span', { class: 'faint' }, ' · the patch is cut, the counts are whole') : null),
-      renderPatch(p.patch, { testid: 'approval-diff' }));
+      renderPatch(p.patch, { testid: 'approval-diff' }),
+      notes ? h('div', { class: 'preview-head' }, notes) : null);
   }
   if (p.kind === 'command') {
     return h('div', { class: 'preview', 'data-testid': 'approval-preview', 'data-kind': 'command' },
-      h('pre', { class: 'command' }, h('span', { class: 'prompt' }, '$ '), p.command),
-      h('div', { class: 'preview-head' }, 'in ', h('span', { class: 'mono' }, p.cwd === '.' ? 'the workspace root' : p.cwd)));
+      h('div', { class: 'preview-head' }, 'runs in ', h('span', { class: 'mono' }, p.cwd === '.' ? 'the workspace root' : p.cwd), ':'),
+      h('pre', { class: 'command' }, h('span', { class: 'prompt' }, '$ '), p.command));
   }
   return h('div', { class: 'preview unavailable', 'data-testid': 'approval-preview', 'data-kind': 'unavailable' }, 'no preview: ', p.reason);
 }

@@ -1,14 +1,17 @@
 // @ts-check
 /**
- * The text of the selected turn as it streams: `live` deltas appended per
- * part (they are ahead of the log), and the view's text once a part is closed.
+ * The selected turn as it streams: the user's input, the text as `live`
+ * deltas bring it (they are ahead of the log) and as the view has it once a
+ * part is closed, and its tool calls.
  */
-import { h } from './dom.js';
+import { h, reconcile } from './dom.js';
+import { toolCallElement, updateToolCall } from './toolCall.js';
 
 /**
  * @typedef {import('./stream.js').LiveDelta} LiveDelta
  * @typedef {import('./threadModel.js').TurnView} TurnView
  * @typedef {import('./threadModel.js').PartView} PartView
+ * @typedef {{ key: string, kind: string, text: string, open: boolean, part: PartView | null, state: string }} Block
  */
 
 /** @param {string} state */
@@ -20,7 +23,7 @@ export class LiveText {
     this.live = new Map();
     this.body = h('div', { class: 'live-text', 'data-testid': 'live-text' });
     this.caption = h('span', { class: 'count' });
-    this.element = h('section', { class: 'panel live-panel' }, h('h2', {}, 'Text', this.caption), this.body);
+    this.element = h('section', { class: 'panel live-panel' }, h('h2', {}, 'Turn', this.caption), this.body);
   }
 
   /** @param {LiveDelta} delta */
@@ -39,19 +42,17 @@ export class LiveText {
   render(turnId, turn, stateOf) {
     const el = this.body;
     const follow = el.scrollTop + el.clientHeight >= el.scrollHeight - 8;
-    /** @type {HTMLElement[]} */
+    /** @type {Block[]} */
     const blocks = [];
     const input = turn?.messages[0]?.parts.map((p) => p.text).join('\n') ?? '';
-    if (input) blocks.push(h('div', { class: 'part user' }, h('span', { class: 'kind' }, 'user'), input));
+    if (input) blocks.push({ key: 'user', kind: 'user', text: input, open: false, part: null, state: '' });
     const parts = turn?.messages[1]?.parts ?? [];
     let streaming = false;
     for (const part of parts) {
       const state = stateOf(part.id, part.state);
       const open = isOpen(state);
       if (part.kind === 'tool') {
-        const tool = part.tool;
-        blocks.push(h('div', { class: 'part tool' }, h('span', { class: 'kind' }, 'tool'),
-          `${tool?.name ?? '?'} ${clip(tool?.inputText ?? '', 120)}`, h('span', { class: 'faint' }, `  → ${state}`)));
+        blocks.push({ key: part.id, kind: 'tool', text: '', open, part, state });
         continue;
       }
       const live = this.live.get(part.id);
@@ -59,24 +60,24 @@ export class LiveText {
       const text = !open || !live || live.text.length < part.text.length ? part.text : live.text;
       if (!open) this.live.delete(part.id);
       if (open) streaming = true;
-      blocks.push(h('div', { class: `part ${part.kind}${open ? ' streaming' : ''}` }, h('span', { class: 'kind' }, part.kind), text));
+      blocks.push({ key: part.id, kind: part.kind, text, open, part, state });
     }
     // Parts the view does not hold yet: only their deltas so far.
     const known = new Set(parts.map((p) => p.id));
     for (const [partId, entry] of this.live) {
       if (entry.turnId !== turnId || known.has(partId)) continue;
       streaming = true;
-      blocks.push(h('div', { class: `part ${entry.kind} streaming` }, h('span', { class: 'kind' }, entry.kind), entry.text));
+      blocks.push({ key: partId, kind: entry.kind, text: entry.text, open: true, part: null, state: 'running' });
     }
-    if (blocks.length === 0) blocks.push(h('div', { class: 'empty' }, turnId ? 'No text in this turn yet.' : 'No turn yet.'));
-    el.replaceChildren(...blocks);
+    if (blocks.length === 0) blocks.push({ key: 'empty', kind: 'empty', text: turnId ? 'No text in this turn yet.' : 'No turn yet.', open: false, part: null, state: '' });
+    // Keyed, so a tool call the person opened or closed stays so while the turn goes on.
+    reconcile(el, blocks, (b) => `${b.kind}:${b.key}`, (b) => (b.kind === 'tool' ? toolCallElement() : h('div')), (node, b) => {
+      if (b.kind === 'tool' && b.part) return updateToolCall(/** @type {HTMLDetailsElement} */ (node), b.part, b.state);
+      node.className = b.kind === 'empty' ? 'empty' : `part ${b.kind}${b.open ? ' streaming' : ''}`;
+      node.replaceChildren(...(b.kind === 'empty' ? [b.text] : [h('span', { class: 'kind' }, b.kind), b.text]));
+    });
     this.caption.textContent = streaming ? 'streaming' : '';
     if (follow) el.scrollTop = el.scrollHeight;
   }
 }
 
-/** @param {string} text @param {number} max */
-function clip(text, max) {
-  const line = text.replace(/\s+/g, ' ');
-  return line.length > max ? `${line.slice(0, max - 1)}…` : line;
-}

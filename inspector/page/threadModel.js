@@ -10,7 +10,8 @@
  * @typedef {import('./stream.js').StoredEvent} StoredEvent
  * @typedef {import('./stream.js').Inspection} Inspection
  * @typedef {{ from: string | null, event: string, to: string, threadSeq: number }} Fired
- * @typedef {{ id: string, kind: string, state: string, step: number, text: string, tool: { name: string, inputText: string } | null }} PartView
+ * @typedef {{ id: string, kind: string, state: string, step: number, text: string, error?: string | null,
+ *   tool: { name: string, inputText: string, input?: unknown, output?: string | null, outcome?: 'notStarted' | 'unknown' | null } | null }} PartView
  * @typedef {{ id: string, state: string, partId: string, toolName: string, kind: string, subject: string, input: unknown, requestedAt: number,
  *   preview?: import('./approvals.js').ApprovalPreview | null }} ApprovalView
  * @typedef {{ id: string, state: string, messages: Array<{ parts: PartView[] }>, approvals: ApprovalView[], requestedAt: number,

@@ -1,0 +1,114 @@
+// @ts-check
+/**
+ * One tool call of a turn, readable: a line with the tool, what it was given
+ * (a command line, a path) and how it ended; below it, collapsible, the input
+ * and the output as text in monospace blocks. A command that exited non-zero
+ * is a result like any other ("exited 1"), not a broken part.
+ */
+import { h } from './dom.js';
+
+/** @typedef {import('./threadModel.js').PartView} PartView */
+
+/** Past this, a call's details start collapsed. */
+const LONG_LINES = 8;
+const LONG_CHARS = 600;
+
+/** The field that says best what a call does, in the order tools name it. */
+const HEADLINE_FIELDS = ['command', 'path', 'pattern', 'query', 'url'];
+
+/**
+ * How a call stands, in words: running, waiting, done, or how it ended.
+ * @param {string} state the part's state
+ * @param {PartView['tool']} tool
+ * @param {string | null} error
+ * @returns {{ tone: 'running' | 'ok' | 'exited' | 'failed' | 'stopped', text: string }}
+ */
+export function toolOutcome(state, tool, error) {
+  if (state.endsWith('awaitingApproval')) return { tone: 'running', text: 'waits for approval' };
+  if (state === 'pending' || state.startsWith('running')) return { tone: 'running', text: 'running…' };
+  if (state === 'completed') return { tone: 'ok', text: 'done' };
+  if (state === 'interrupted') return { tone: 'stopped', text: tool?.outcome === 'notStarted' ? 'interrupted before it ran' : 'interrupted' };
+  const said = tool?.output ?? error ?? '';
+  const exit = /(?:^|\n)exit code (\d+)\s*$/.exec(said);
+  if (exit) return { tone: 'exited', text: `exited ${exit[1]}` };
+  return { tone: 'failed', text: `failed: ${firstLine(said) || 'no reason given'}` };
+}
+
+/** @param {string} text */
+function firstLine(text) {
+  const line = text.trim().split('\n')[0] ?? '';
+  return line.length > 120 ? `${line.slice(0, 119)}…` : line;
+}
+
+/** The input as the model gave it: parsed once ready, else what has streamed so far. @param {PartView['tool']} tool */
+function inputOf(tool) {
+  if (tool?.input && typeof tool.input === 'object') return /** @type {Record<string, unknown>} */ (tool.input);
+  try {
+    const parsed = JSON.parse(tool?.inputText ?? '');
+    return parsed && typeof parsed === 'object' ? /** @type {Record<string, unknown>} */ (parsed) : null;
+  } catch {
+    return null;
+  }
+}
+
+/** @param {Record<string, unknown> | null} input @param {string} raw */
+function headline(input, raw) {
+  const field = input ? HEADLINE_FIELDS.find((name) => typeof input[name] === 'string') : undefined;
+  const text = field && input ? String(input[field]) : raw;
+  const line = text.replace(/\s+/g, ' ').trim();
+  return line.length > 140 ? `${line.slice(0, 139)}…` : line;
+}
+
+/** @param {unknown} value */
+const asText = (value) => (typeof value === 'string' ? value : JSON.stringify(value, null, 2) ?? '');
+
+/** @param {string} text */
+const isLong = (text) => text.length > LONG_CHARS || text.split('\n').length > LONG_LINES;
+
+/** A new, empty tool call; `updateToolCall` fills it. */
+export function toolCallElement() {
+  const details = h('details', { class: 'tool-call', 'data-testid': 'tool-call' },
+    h('summary', {}, h('span', { class: 'tool-name' }), h('span', { class: 'tool-headline' }), h('span', { class: 'tool-outcome' })),
+    h('div', { class: 'tool-body' }));
+  // Once the person opened or closed it, it stays as they left it.
+  details.querySelector('summary')?.addEventListener('click', () => {
+    details.dataset.chosen = '1';
+  });
+  return details;
+}
+
+/**
+ * @param {HTMLDetailsElement} el
+ * @param {PartView} part
+ * @param {string} state its current state
+ */
+export function updateToolCall(el, part, state) {
+  const tool = part.tool;
+  const input = inputOf(tool);
+  const outcome = toolOutcome(state, tool, part.error ?? null);
+  const [name, line, ended] = /** @type {HTMLElement[]} */ ([...el.querySelectorAll('summary > span')]);
+  /** @type {HTMLElement} */ (name).textContent = tool?.name ?? '?';
+  /** @type {HTMLElement} */ (line).textContent = headline(input, tool?.inputText ?? '');
+  /** @type {HTMLElement} */ (ended).textContent = outcome.text;
+  el.dataset.outcome = outcome.tone;
+  el.dataset.state = state;
+  el.title = `part ${part.id} → ${state}`;
+
+  const fields = input ? Object.entries(input) : tool?.inputText ? [['input', tool.inputText]] : [];
+  const output = tool?.output ?? (state === 'error' ? part.error ?? null : null);
+  const body = /** @type {HTMLElement} */ (el.querySelector('.tool-body'));
+  const rows = fields.map(([key, value]) => {
+    const text = asText(value);
+    return text.includes('\n') || text.length > 80
+      ? h('div', { class: 'tool-field' }, h('div', { class: 'tool-key' }, key), h('pre', { class: 'tool-text' }, text))
+      : h('div', { class: 'tool-field inline' }, h('span', { class: 'tool-key' }, key), h('code', {}, text));
+  });
+  if (output !== null) rows.push(h('div', { class: 'tool-field' }, h('div', { class: 'tool-key' }, 'output'), h('pre', { class: 'tool-text output', 'data-testid': 'tool-output' }, output)));
+  body.replaceChildren(...rows);
+  // Short calls open by themselves once they ended; long ones stay a line until asked for.
+  const settled = outcome.tone !== 'running';
+  if (settled && !el.dataset.chosen && !el.dataset.sized) {
+    el.dataset.sized = '1';
+    el.open = !isLong(output ?? '') && !fields.some(([, value]) => isLong(asText(value)));
+  }
+}
