@@ -13,6 +13,8 @@ import { s } from './dom.js';
 
 const LABEL_CHAR = 6.6;
 const LABEL_HEIGHT = 16;
+/** A compound state's name, drawn at 11.5px bold. */
+const TITLE_CHAR = 7.4;
 /** A fitted chart in a column narrower than itself shrinks this far at most, then scrolls: its text stays at 9 px or more. */
 const MIN_FIT_SCALE = 0.8;
 
@@ -90,8 +92,9 @@ export function placeLabels(svg, layout, activePaths) {
   const fired = svg.querySelector('g.edge.fired')?.getAttribute('data-id') ?? null;
   const leaving = (/** @type {ChartEdge} */ edge) => active.some((path) => path === edge.from || path.startsWith(`${edge.from}.`));
   const shown = layout.edges.filter((edge) => edge.id === fired || leaving(edge)).sort((a, b) => Number(b.id === fired) - Number(a.id === fired));
+  // What a label must not cover: the leaf states, and the names drawn at the top left of compound ones.
   /** @type {Array<{ x: number, y: number, width: number, height: number }>} */
-  const taken = layout.states.filter((st) => !st.compound);
+  const taken = layout.states.map((st) => (st.compound ? { x: st.x, y: st.y, width: st.name.length * TITLE_CHAR + 24, height: 20 } : st));
   for (const g of svg.querySelectorAll('g.edge-label')) {
     g.classList.remove('shown');
     g.removeAttribute('transform');
