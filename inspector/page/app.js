@@ -2,6 +2,7 @@
 /** The inspector page: routes `/` to the overview and `/threads/<id>` to one thread. */
 import { h } from './dom.js';
 import { mountOverview } from './overview.js';
+import { loadGrant, showGrant } from './scopes.js';
 import { clearError } from './status.js';
 import { mountThread } from './threadView.js';
 
@@ -36,6 +37,12 @@ function setCrumb(node) {
   crumb.replaceChildren(node);
 }
 
+// Known before anything is drawn, so a control the token may not use is never shown, not even for a moment.
+const grant = await loadGrant();
+showGrant(/** @type {HTMLElement} */ (document.getElementById('who')), grant);
+/** @param {string} scope */
+const may = (scope) => grant.scopes.has(scope);
+
 function route() {
   unmount?.();
   unmount = null;
@@ -44,11 +51,11 @@ function route() {
   if (match) {
     const threadId = decodeURIComponent(/** @type {string} */ (match[1]));
     document.title = `${threadId} · turnloom inspector`;
-    unmount = mountThread(root, threadId, { link, setCrumb });
+    unmount = mountThread(root, threadId, { link, setCrumb, may });
   } else {
     document.title = 'turnloom inspector';
     setCrumb('overview');
-    unmount = mountOverview(root, { link });
+    unmount = mountOverview(root, { link, navigate, may });
   }
 }
 

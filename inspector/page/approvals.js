@@ -11,7 +11,7 @@ import { showError } from './status.js';
  *   | { kind: 'unavailable', reason: string }} ApprovalPreview
  * @typedef {{ id: string, threadId: string, turnId: string, state?: string, toolName: string, kind: string,
  *   subject: string, input: unknown, requestedAt: number, preview?: ApprovalPreview | null }} PendingApproval
- * @typedef {{ showThread: boolean, onAnswered: () => void, link: (path: string, label: string, attrs?: Record<string, string>) => HTMLElement }} RowOptions
+ * @typedef {{ showThread: boolean, mayAnswer: boolean, onAnswered: () => void, link: (path: string, label: string, attrs?: Record<string, string>) => HTMLElement }} RowOptions
  */
 
 /**
@@ -44,7 +44,9 @@ function approvalRow(approval, options) {
         options.showThread ? ' · ' : null,
         h('span', { title: approval.turnId }, `turn ${shortId(approval.turnId)}`),
         ' · ', h('span', { title: new Date(approval.requestedAt).toISOString() }, `asked ${formatAgo(approval.requestedAt)}`))),
-    h('div', { class: 'actions' }, approve, note, deny),
+    options.mayAnswer
+      ? h('div', { class: 'actions' }, approve, note, deny)
+      : h('div', { class: 'faint', 'data-testid': 'approval-read-only' }, 'the page’s token may not answer approvals (no approve scope)'),
     answer);
 
   /** @param {'once' | 'deny'} decision */

@@ -14,9 +14,10 @@ const REFRESH_MS = 2_000;
  * @typedef {{ workerId: string, environment: string, workspace: string | null, host: string, pid: number, capacity: number,
  *   runningTurns: number, lastHeartbeat: number, live: boolean }} WorkerInfo
  * @typedef {(path: string, label: string | Node, attrs?: Record<string, string>) => HTMLElement} LinkMaker
+ * @typedef {(scope: string) => boolean} Grants whether the page's token has a scope
  */
 
-/** @param {HTMLElement} root @param {{ link: LinkMaker }} nav */
+/** @param {HTMLElement} root @param {{ link: LinkMaker, navigate: (path: string) => void, may: Grants }} nav */
 export function mountOverview(root, nav) {
   /** @type {ThreadSummary[]} */
   let threads = [];
@@ -36,10 +37,13 @@ export function mountOverview(root, nav) {
   const approvalList = h('div', { 'data-testid': 'approvals' });
   const approvalCount = h('span', { class: 'count' });
   const approvalsEmpty = h('div', { class: 'empty' }, 'Nothing waits for an answer.');
+  const newTitle = h('input', { 'data-testid': 'new-thread-title', type: 'text', placeholder: 'title (optional)', maxlength: 200 });
+  const create = h('button', { 'data-testid': 'new-thread', type: 'button', title: 'Create a thread and open it (thread.create)' }, 'New thread');
 
   root.replaceChildren(h('div', { class: 'overview' },
     h('section', { class: 'panel' },
-      h('h2', {}, 'Threads', threadCount),
+      h('h2', {}, 'Threads', threadCount, h('span', { class: 'spacer' }),
+        nav.may('operate') ? h('span', { class: 'new-thread' }, newTitle, create) : null),
       h('div', { class: 'thread-head' },
         h('span', {}, 'title'), h('span', {}, 'id'), h('span', {}, 'session'), h('span', {}, 'open turn'),
         h('span', { class: 'num' }, 'turns'), h('span', { class: 'num' }, 'seq'), h('span', {}, 'updated')),
@@ -110,7 +114,7 @@ export function mountOverview(root, nav) {
     if (workers.status === 'fulfilled') renderWorkers(workers.value.workers);
     if (approvals.status === 'fulfilled') {
       const pending = approvals.value.approvals;
-      renderApprovals(approvalList, pending, { showThread: true, onAnswered: () => void refresh().catch(() => {}), link: nav.link });
+      renderApprovals(approvalList, pending, { showThread: true, mayAnswer: nav.may('approve'), onAnswered: () => void refresh().catch(() => {}), link: nav.link });
       approvalsEmpty.hidden = pending.length > 0;
       approvalCount.textContent = `${pending.length}${approvals.value.nextCursor ? '+' : ''}`;
     }
@@ -124,6 +128,22 @@ export function mountOverview(root, nav) {
     }
     if (!stopped) timer = setTimeout(loop, REFRESH_MS);
   }
+
+  async function createThread() {
+    create.disabled = true;
+    try {
+      const title = newTitle.value.trim();
+      const { threadId } = await call('thread.create', title ? { title } : {});
+      nav.navigate(`/threads/${threadId}`);
+    } catch (error) {
+      showError(`new thread: ${describeError(error)}`);
+      create.disabled = false;
+    }
+  }
+  create.addEventListener('click', () => void createThread());
+  newTitle.addEventListener('keydown', (event) => {
+    if (event.key === 'Enter') void createThread();
+  });
 
   more.addEventListener('click', async () => {
     if (!nextCursor) return;

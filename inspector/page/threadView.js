@@ -26,7 +26,10 @@ const REFETCH_MS = 150;
  *   fired: HTMLElement, scroller: HTMLElement, focus: string }} Chart
  */
 
-/** @param {HTMLElement} root @param {string} threadId @param {{ link: LinkMaker, setCrumb: (node: Node | string) => void }} nav */
+/**
+ * @param {HTMLElement} root @param {string} threadId
+ * @param {{ link: LinkMaker, setCrumb: (node: Node | string) => void, may: import('./overview.js').Grants }} nav
+ */
 export function mountThread(root, threadId, nav) {
   const model = new ThreadModel();
   const timeline = new Timeline({ onSelectTurn: (turnId) => selectTurn(turnId, true) });
@@ -389,7 +392,7 @@ export function mountThread(root, threadId, nav) {
       model.approvalsOf(turnId)
         .filter((a) => a.state === 'pending' && a.approval)
         .map((a) => ({ ...(/** @type {NonNullable<typeof a.approval>} */ (a.approval)), threadId, turnId })));
-    renderApprovals(approvalList, pending, { showThread: false, onAnswered: scheduleRefetch, link: nav.link });
+    renderApprovals(approvalList, pending, { showThread: false, mayAnswer: nav.may('approve'), onAnswered: scheduleRefetch, link: nav.link });
     approvalsEmpty.hidden = pending.length > 0;
     approvalCount.textContent = pending.length ? String(pending.length) : '';
   }
