@@ -15,9 +15,10 @@
  * @typedef {{ id: string, state: string, partId: string, toolName: string, kind: string, subject: string, input: unknown, requestedAt: number,
  *   preview?: import('./approvals.js').ApprovalPreview | null }} ApprovalView
  * @typedef {{ id: string, state: string, messages: Array<{ parts: PartView[] }>, approvals: ApprovalView[], requestedAt: number,
- *   provider: { name: string, model: string | null }, error: string | null, stopReason: string | null, agent?: string | null }} TurnView
+ *   provider: { name: string, model: string | null }, error: string | null, stopReason: string | null, agent?: string | null,
+ *   checkpoint?: { diff: { filesChanged: number, additions: number, deletions: number } | null } | null, revertedAt?: number | null }} TurnView
  * @typedef {{ id: string, title: string, seq: number, session: { state: string, failure: string | null }, turnIds: string[],
- *   turns: Record<string, TurnView>, openTurnId: string | null, environment: string, workspace: string | null,
+ *   turns: Record<string, TurnView>, openTurnId: string | null, environment: string, workspace: string | null, queue?: Array<{ turnId: string }>,
  *   agent?: string | null, turnContext?: { turnId: string, context: { agent: string } } | null }} ThreadView
  */
 

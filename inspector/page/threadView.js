@@ -8,12 +8,15 @@
 import { call, describeError, fetchCharts } from './api.js';
 import { renderApprovals } from './approvals.js';
 import { placeLabels, renderChart, setActive, setFired } from './charts.js';
+import { createComposer } from './composer.js';
+import { diffStat } from './diffView.js';
 import { h, reconcile, shortId } from './dom.js';
 import { LiveText } from './liveText.js';
 import { setBus, setStatus, showError } from './status.js';
 import { openThreadStream } from './stream.js';
 import { ThreadModel } from './threadModel.js';
 import { Timeline } from './timeline.js';
+import { openTurnChanges } from './turnChanges.js';
 
 const REFETCH_MS = 150;
 
@@ -56,6 +59,8 @@ export function mountThread(root, threadId, nav) {
   const meta = h('span', { class: 'thread-meta' });
   const turnSelect = h('select', { 'data-testid': 'select-turn', title: 'The turn the turn, part and approval charts show' });
   const interrupt = h('button', { type: 'button', hidden: true, title: 'Ask the engine to stop the open turn (turn.interrupt)' }, 'Interrupt turn');
+  const changes = h('button', { type: 'button', hidden: true, 'data-testid': 'open-diff', title: 'What the selected turn changed in the work tree, from its checkpoint' });
+  const composer = nav.may('operate') ? createComposer(threadId, { onSent: scheduleRefetch }) : null;
   const fit = h('label', { class: 'fit', title: 'Lay the charts out to fit the column: only the active states’ edges are labelled, the others on hover' }, h('input', { type: 'checkbox', 'data-testid': 'fit-charts' }), ' fit charts');
   const chartColumn = h('div', { class: 'charts' }, h('div', { class: 'empty' }, 'Loading the charts…'));
   const actorList = h('div', { class: 'actors', 'data-testid': 'actors' });
@@ -67,12 +72,13 @@ export function mountThread(root, threadId, nav) {
     h('div', { class: 'main-col' },
       h('section', { class: 'panel thread-bar' },
         title, meta, h('span', { class: 'spacer' }),
-        h('label', { class: 'muted' }, 'turn ', turnSelect), interrupt, fit),
+        h('label', { class: 'muted' }, 'turn ', turnSelect), changes, interrupt, fit),
       chartColumn),
     h('div', { class: 'side' },
       h('section', { class: 'panel' }, h('h2', {}, 'Actors'), actorList),
       h('section', { class: 'panel' }, h('h2', {}, 'Pending approvals', approvalCount), approvalList, approvalsEmpty),
       liveText.element,
+      composer?.element,
       timeline.element)));
   nav.setCrumb(h('span', {}, 'thread ', h('b', { title: threadId }, threadId)));
   setStatus('connecting');
@@ -96,6 +102,11 @@ export function mountThread(root, threadId, nav) {
   function drawn(full, fitted) {
     return fitBox.checked ? { layout: fitted, svg: renderChart(fitted, true) } : { layout: full, svg: renderChart(full) };
   }
+  changes.addEventListener('click', () => {
+    const turn = selectedTurn ? model.turn(selectedTurn) : null;
+    if (!turn) return;
+    openTurnChanges(threadId, turn.id, { mayRevert: nav.may('operate'), revertedAt: turn.revertedAt ?? null, onReverted: scheduleRefetch });
+  });
   interrupt.addEventListener('click', async () => {
     interrupt.disabled = true;
     try {
@@ -255,6 +266,7 @@ export function mountThread(root, threadId, nav) {
       renderMeta();
     }
     renderTurnSelect(turnIds);
+    renderChanges();
     renderCharts();
     renderActors(turnIds);
     renderThreadApprovals(turnIds);
@@ -278,10 +290,21 @@ export function mountThread(root, threadId, nav) {
       h('span', {}, `${view.turnIds.length} turn${view.turnIds.length === 1 ? '' : 's'}`),
       open ? h('span', {}, 'open ', h('b', { title: open }, shortId(open)), work?.heldBy ? ` on ${work.heldBy}` : '') : null,
       h('span', { 'data-testid': 'agent', title: 'The agent the open (or last) turn runs as' }, 'agent ', h('b', {}, agentOf(view))),
+      view.queue?.length ? h('span', { 'data-testid': 'queued' }, `${view.queue.length} queued`) : null,
       waiting ? h('span', { class: 'warn' }, waiting) : null,
       h('span', { class: 'faint' }, `seq ${model.viewSeq}`),
     ].filter((node) => node !== null));
     interrupt.hidden = !open;
+    composer?.setRunning(open !== null);
+  }
+
+  /** The selected turn's changes, when its checkpoint has them. */
+  function renderChanges() {
+    const turn = selectedTurn ? model.turn(selectedTurn) : null;
+    const diff = turn?.checkpoint?.diff;
+    changes.hidden = !diff;
+    if (!turn || !diff) return;
+    changes.replaceChildren(turn.revertedAt ? 'Changes (reverted) ' : 'Changes ', diffStat(diff.additions, diff.deletions));
   }
 
   /** @param {string[]} turnIds */
