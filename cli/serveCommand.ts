@@ -191,6 +191,10 @@ export async function serveCommand(args: string[]): Promise<number> {
       console.log(`  cluster: engine ${health.engineId} of ${health.engines.length} (${health.engines.join(', ')}); log ${health.log.stream}, ${health.log.replicas} ${health.log.replicas === 1 ? 'copy' : 'copies'}`);
     }
     console.log(`  ${values['no-worker'] ? 'no local worker (--no-worker): turns wait for `turnloom worker` processes' : `local worker ${server.worker!.workerId}; ${setup.summary}; ${workspace!.summary}`}`);
+    if (workspace && setup.defaultProvider.name === 'scripted') {
+      // What a person gets without a key, so a first turn that only lists the folder is no surprise.
+      console.log(`  no OPENAI_API_KEY or ANTHROPIC_API_KEY: the scripted provider answers, ${values.script ? `playing ${values.script}` : 'listing the workspace each turn (--script FILE plays edits and commands: docs/providers.md)'}`);
+    }
     for (const note of configured?.notes ?? []) console.log(note);
     if (workspace?.isolationWarning) console.warn(`  ${workspace.isolationWarning}`);
     console.log(`  auth: ${auth ? `${Object.keys(auth.tokens).length} tokens` : 'open (every caller has every scope)'}`);

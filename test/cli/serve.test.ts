@@ -71,6 +71,8 @@ describe('the turnloom command', () => {
   it('serve on the in-process bus stays up until SIGTERM, then stops cleanly', async () => {
     const serve = startCli(['serve', '--data', 'in-process'], { cwd: dir.path, deadlineMs: null });
     await expect.poll(() => serve.output(), { timeout: 30_000 }).toContain('data:');
+    // No key and no script: it says what its turns will do, and how to script them.
+    expect(serve.output()).toContain('the scripted provider answers, listing the workspace each turn (--script FILE');
     // It used to return at once (exit 13, "unsettled top-level await"): nothing held the event loop.
     await new Promise((resolve) => setTimeout(resolve, 1_500));
     expect(serve.child.exitCode, serve.output()).toBeNull();
