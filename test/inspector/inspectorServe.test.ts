@@ -1,0 +1,232 @@
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { type Browser, type BrowserContext, type Page, chromium } from 'playwright-core';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { type RunningCli, startCli } from '../cli/runCli.ts';
+import { type TestRepo, makeRepo } from '../git/gitRepoFixture.ts';
+import { openRelayPage } from '../support/relayPage.ts';
+import { chromiumPath, missingChromiumMessage } from '../support/chromium.ts';
+import { tempDir } from '../support/tempDir.ts';
+
+const browserPath = chromiumPath();
+const artifacts = join(import.meta.dirname, '..', 'artifacts');
+const docs = join(import.meta.dirname, '..', '..', 'docs');
+/** `TURNLOOM_UPDATE_DOCS=1 npx vitest run test/inspector/inspectorServe.test.ts` refreshes the README's pictures. */
+const updateDocs = process.env.TURNLOOM_UPDATE_DOCS === '1';
+
+if (!browserPath) {
+  if (process.env.CI === 'true') throw new Error(missingChromiumMessage);
+  console.warn(`${missingChromiumMessage}; skipping the inspector's browser tests`);
+}
+
+const original = 'export function greet(name) {\n  return "hello " + name;\n}\n';
+const edited = 'export function greet(name) {\n  return `Hello, ${name}!`;\n}\n';
+const edit = { name: 'edit', input: { path: 'greet.js', oldText: '"hello " + name', newText: '`Hello, ${name}!`' } };
+
+/** What the scripted provider plays, one model call a step (docs/providers.md): real tool calls on the workspace, asking as the thread's mode says. */
+const script = (steps: unknown[][]) => JSON.stringify({ chunkSize: 24, delayMs: 5, steps });
+
+let browser: Browser;
+let context: BrowserContext | undefined;
+const serves: RunningCli[] = [];
+const cleanups: Array<() => void> = [];
+const errors: string[] = [];
+
+beforeAll(async () => {
+  if (browserPath) browser = await chromium.launch({ executablePath: browserPath, args: ['--no-sandbox'] });
+  mkdirSync(artifacts, { recursive: true });
+});
+afterAll(async () => {
+  await browser?.close();
+});
+afterEach(async () => {
+  await context?.close();
+  context = undefined;
+  for (const serve of serves.splice(0)) await stop(serve);
+  for (const cleanup of cleanups.splice(0)) cleanup();
+});
+
+async function stop(serve: RunningCli): Promise<void> {
+  serve.child.kill('SIGTERM');
+  const { code } = await serve.exited;
+  expect(code, serve.output()).toBe(0);
+}
+
+/** A git repository with one committed file, and a folder for turnloom's data beside it. */
+function workspace(): { repo: TestRepo; dir: string } {
+  const repo = makeRepo();
+  repo.write('greet.js', original);
+  repo.git('add', '.');
+  repo.git('commit', '-qm', 'greet');
+  const dir = tempDir('turnloom-inspector-serve-');
+  cleanups.push(repo.remove, dir.remove);
+  return { repo, dir: dir.path };
+}
+
+/** `turnloom serve --inspect 0` as a person starts it, and the page address it prints. */
+async function serve(args: string[], env: Record<string, string> = {}): Promise<{ process: RunningCli; pageUrl: string }> {
+  const started = startCli(['serve', '--inspect', '0', ...args], { cwd: args[args.indexOf('--workspace') + 1]!, env, deadlineMs: null });
+  serves.push(started);
+  await expect.poll(() => /inspector: (http:\/\/127\.0\.0\.1:\d+\/\?key=\S+)/.exec(started.output())?.[1], { timeout: 30_000 }).toBeDefined();
+  return { process: started, pageUrl: /inspector: (http:\/\/127\.0\.0\.1:\d+\/\?key=\S+)/.exec(started.output())![1]! };
+}
+
+async function openPage(pageUrl: string): Promise<Page> {
+  context ??= await browser.newContext({ viewport: { width: 1400, height: 900 } });
+  const page = await context.newPage();
+  const origin = new URL(pageUrl).origin;
+  errors.length = 0;
+  page.on('pageerror', (error) => errors.push(`page error: ${error.message}`));
+  page.on('console', (message) => {
+    if (message.type() === 'error') errors.push(`console: ${message.text()}`);
+  });
+  page.on('request', (request) => {
+    if (!request.url().startsWith(origin)) errors.push(`outside request: ${request.url()}`);
+  });
+  await page.goto(pageUrl);
+  return page;
+}
+
+/** A call the page's own script makes, answered as the relay answers it. */
+const pageCall = (page: Page, method: string, params: unknown) =>
+  page.evaluate(
+    async ([name, body]) => (await fetch(`/api/${name}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) })).json(),
+    [method, params] as const,
+  ) as Promise<{ result?: Record<string, unknown>; error?: { code: string; message: string } }>;
+
+describe.skipIf(!browserPath)('turnloom serve --inspect alone, in a real browser', () => {
+  it('makes a thread, starts a turn from the composer, shows the edit’s diff on its approval, then the turn’s diff, and reverts it', async () => {
+    const { repo, dir } = workspace();
+    const scriptFile = join(dir, 'script.json');
+    writeFileSync(scriptFile, script([
+      [{ text: 'I will make the greeting friendlier.' }, { toolCall: edit }],
+      [{ toolCall: { name: 'bash', input: { command: 'node -e "process.exit(3)"' } } }],
+      [{ text: 'Done: greet.js now greets with a capital and an exclamation mark.' }],
+    ]));
+    const { pageUrl } = await serve(['--workspace', repo.path, '--data', join(dir, 'data'), '--script', scriptFile]);
+    const page = await openPage(pageUrl);
+
+    // The overview: a new thread, and the page goes to it.
+    await page.locator('[data-testid=who]', { hasText: 'local' }).waitFor();
+    await page.locator('[data-testid=new-thread-title]').fill('friendlier greeting');
+    await page.locator('[data-testid=new-thread]').click();
+    await page.waitForURL(/\/threads\/thr_[0-9a-f]+$/);
+    const threadId = new URL(page.url()).pathname.split('/').pop()!;
+    await page.locator('[data-testid=status]', { hasText: 'live' }).waitFor();
+
+    // The composer starts the turn; the edit asks, and its card shows the diff the worker worked out.
+    await page.locator('[data-testid=composer-input]').fill('make the greeting friendlier');
+    await page.locator('[data-testid=composer-start]').click();
+    await expect.poll(() => page.locator('[data-testid=composer-result]').textContent(), { timeout: 10_000 }).toMatch(/^started turn /);
+    const card = page.locator('[data-testid=thread-approvals] [data-testid=approval]');
+    const diff = card.locator('[data-testid=approval-diff]');
+    await diff.waitFor({ timeout: 20_000 });
+    expect(await diff.locator('.diff-file').getAttribute('data-path')).toBe('greet.js');
+    expect(await diff.locator('.diff-line[data-kind=del] .code').allTextContents()).toEqual(['  return "hello " + name;']);
+    expect(await diff.locator('.diff-line[data-kind=add] .code').allTextContents()).toEqual(['  return `Hello, ${name}!`;']);
+    expect(repo.read('greet.js')).toBe(original);
+    await page.locator('[data-testid=fit-charts]').check();
+    await page.locator('svg[data-testid=chart-turn].fitted g.state.active[data-path="running.awaitingApproval"]').waitFor();
+    // Fitted, the turn chart shows whole at full size, and labels the edges that can leave the state it is in.
+    const turnChart = await page.locator('svg[data-testid=chart-turn]').boundingBox();
+    const column = await page.locator('[data-machine=turn] .chart-scroll').boundingBox();
+    expect(turnChart!.width).toBeLessThanOrEqual(column!.width);
+    const shown = await page.locator('svg[data-testid=chart-turn] g.edge-label.shown').evaluateAll((labels) => labels.map((label) => label.textContent));
+    expect(shown).toEqual(expect.arrayContaining(['approval.granted', 'approval.denied']));
+    const labelHeight = await page.locator('svg[data-testid=chart-turn] g.edge-label.shown text').first().evaluate((text) => text.getBoundingClientRect().height);
+    expect(labelHeight).toBeGreaterThanOrEqual(10);
+    await page.locator('[data-machine=turn]').scrollIntoViewIfNeeded();
+    await page.screenshot({ path: join(artifacts, 'inspector-serve-approval.png') });
+    if (updateDocs) {
+      await page.screenshot({ path: join(docs, 'inspector.png') });
+      await card.screenshot({ path: join(docs, 'inspector-approval.png') });
+    }
+    await card.locator('button[data-testid=approve]').click();
+
+    // The command asks next, with its line and folder; it exits 3, which the turn shows as a result, not a broken part.
+    const command = card.locator('[data-testid=approval-preview][data-kind=command]');
+    await command.waitFor({ timeout: 20_000 });
+    expect(await command.textContent()).toContain('$ node -e "process.exit(3)"');
+    expect(repo.read('greet.js')).toBe(edited);
+    await card.locator('button[data-testid=approve]').click();
+    const exited = page.locator('[data-testid=tool-call][data-outcome=exited]');
+    await exited.waitFor({ timeout: 20_000 });
+    expect(await exited.locator('summary').textContent()).toMatch(/^bashnode -e "process\.exit\(3\)"exited 3$/);
+    expect(await exited.locator('[data-testid=tool-output]').textContent()).toBe('exit code 3');
+    expect(await page.locator('[data-testid=tool-call][data-outcome=ok] summary').textContent()).toMatch(/^editgreet\.jsdone$/);
+
+    // The turn ends; its diff opens from the thread bar, and reverts after a confirmation.
+    await page.locator('svg[data-testid=chart-turn] g.state.active[data-path="completed"]').waitFor({ timeout: 20_000 });
+    await page.locator('[data-testid=open-diff]').click();
+    const view = page.locator('[data-testid=diff-view]');
+    await view.locator('.diff-file[data-path="greet.js"]').waitFor();
+    expect(await view.locator('.diff-line[data-kind=add] .code').allTextContents()).toEqual(['  return `Hello, ${name}!`;']);
+    expect(await view.locator('.diff-summary').textContent()).toBe('1 file +1 −1');
+    await page.screenshot({ path: join(artifacts, 'inspector-serve-diff.png') });
+    if (updateDocs) await page.screenshot({ path: join(docs, 'inspector-diff.png') });
+    await view.locator('[data-testid=revert]').click();
+    await view.locator('[data-testid=revert-cancel]').click();
+    expect(repo.read('greet.js')).toBe(edited);
+    await view.locator('[data-testid=revert]').click();
+    await view.locator('[data-testid=revert-confirm]').click();
+    await expect.poll(() => view.locator('[data-testid=revert-done]').textContent(), { timeout: 30_000 }).toMatch(/^Reverted 1 file \+1 −1/);
+    expect(repo.read('greet.js')).toBe(original);
+    await view.locator('[data-testid=diff-close]').click();
+    await page.locator('[data-testid=open-diff]', { hasText: 'reverted' }).waitFor();
+    // Reopened, the diff says it was reverted and offers no second revert; one asked for anyway is refused, and changes nothing.
+    await page.locator('[data-testid=open-diff]').click();
+    await view.locator('.diff-file[data-path="greet.js"]').waitFor();
+    expect(await view.locator('.dialog-footer').textContent()).toContain('Reverted');
+    expect(await view.locator('[data-testid=revert]').count()).toBe(0);
+    const [turnId] = ((await pageCall(page, 'thread.get', { threadId })).result!.thread as { turnIds: string[] }).turnIds;
+    expect((await pageCall(page, 'checkpoint.revert', { threadId, checkpointId: turnId })).error).toBeDefined();
+    expect(repo.read('greet.js')).toBe(original);
+    expect(errors).toEqual([]);
+  }, 120_000);
+
+  it('offers a token with only read no composer, no new thread and no revert, and the API refuses the page’s calls', async () => {
+    const { repo, dir } = workspace();
+    const data = join(dir, 'data');
+    const scriptFile = join(dir, 'script.json');
+    writeFileSync(scriptFile, script([[{ toolCall: edit }], [{ text: 'Edited.' }]]));
+
+    // First as the local user: a thread whose edits run without asking, and a turn that changes greet.js.
+    const open = await serve(['--workspace', repo.path, '--data', data, '--script', scriptFile]);
+    const relay = await openRelayPage(open.pageUrl);
+    const post = async (method: string, params: unknown) =>
+      ((await (await relay.fetch(`api/${method}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(params) })).json()) as { result: Record<string, string> }).result;
+    const { threadId } = await post('thread.create', { title: 'read me', mode: 'auto-edits' });
+    const { turnId } = await post('turn.start', { threadId: threadId!, input: { text: 'edit it' } });
+    await expect.poll(async () => ((await post('thread.get', { threadId: threadId! })) as unknown as { thread: { turns: Record<string, { state: string }> } }).thread.turns[turnId!]!.state, { timeout: 30_000 }).toBe('completed');
+    expect(repo.read('greet.js')).toBe(edited);
+    await stop(serves.pop()!);
+
+    // Then with tokens: the relay's names the same principal with only read.
+    const token = 'reader-token-0123456789';
+    const tokens = join(dir, 'tokens.json');
+    writeFileSync(tokens, JSON.stringify({ tokens: { [token]: { principal: 'local', scopes: ['read'] } } }));
+    const { pageUrl } = await serve(['--workspace', repo.path, '--data', data, '--script', scriptFile, '--auth', tokens], { TURNLOOM_TOKEN: token });
+    const page = await openPage(pageUrl);
+    await page.locator('[data-testid=who]', { hasText: 'local · read' }).waitFor();
+    await page.locator(`[data-testid=thread-row][data-thread-id="${threadId}"]`).waitFor();
+    expect(await page.locator('[data-testid=new-thread]').count()).toBe(0);
+
+    await page.goto(new URL(`/threads/${threadId}`, pageUrl).href);
+    await page.locator('[data-testid=status]', { hasText: 'live' }).waitFor();
+    await page.locator('[data-testid=open-diff]').click();
+    await page.locator('[data-testid=diff-view] .diff-file[data-path="greet.js"]').waitFor();
+    expect(await page.locator('[data-testid=composer]').count()).toBe(0);
+    expect(await page.locator('[data-testid=revert]').count()).toBe(0);
+
+    for (const [method, params] of [
+      ['turn.start', { threadId, input: { text: 'sneaky' } }],
+      ['checkpoint.revert', { threadId, checkpointId: turnId }],
+      ['thread.create', { title: 'mine' }],
+    ] as const) {
+      const answer = await pageCall(page, method, params);
+      expect(answer.error, method).toMatchObject({ code: 'forbidden', message: expect.stringContaining('lacks the "operate" scope') });
+    }
+    expect(repo.read('greet.js')).toBe(edited);
+    expect(errors).toEqual([]);
+  }, 120_000);
+});
