@@ -15,8 +15,6 @@ import { type WorkspaceFixture, openWorkspaceFixture, toolSteps } from '../works
 
 const browserPath = chromiumPath();
 const artifacts = join(import.meta.dirname, '..', 'artifacts');
-/** `TURNLOOM_UPDATE_DOCS=1 npx vitest run test/inspector/inspectorPage.test.ts` refreshes the README's picture. */
-const docsScreenshot = join(import.meta.dirname, '..', '..', 'docs', 'inspector.png');
 
 if (!browserPath) {
   // CI must run the browser test: there a missing chromium is a failure, not a skip.
@@ -89,7 +87,6 @@ describe.skipIf(!browserPath)('the inspector in a real browser (chromium, headle
     const row = page.locator(`[data-testid=thread-approvals] [data-testid=approval][data-approval-id="${approval!.id}"]`);
     await expect.poll(() => row.textContent()).toContain('echo inspected');
     await page.screenshot({ path: join(artifacts, 'inspector-awaiting-approval.png') });
-    if (process.env.TURNLOOM_UPDATE_DOCS === '1') await page.screenshot({ path: docsScreenshot });
 
     await row.locator('button[data-testid=approve]').click();
     await turnState(page, 'completed').waitFor({ timeout: 20_000 });

@@ -19,9 +19,14 @@ if (!browserPath) {
   console.warn(`${missingChromiumMessage}; skipping the inspector's browser tests`);
 }
 
-const original = 'export function greet(name) {\n  return "hello " + name;\n}\n';
-const edited = 'export function greet(name) {\n  return `Hello, ${name}!`;\n}\n';
-const edit = { name: 'edit', input: { path: 'greet.js', oldText: '"hello " + name', newText: '`Hello, ${name}!`' } };
+const original = 'export function greet(name) {\n  return "hello " + name;\n}\n\nexport const farewell = (name) => "bye " + name;\n';
+const before = 'export function greet(name) {\n  return "hello " + name;\n}';
+const after = "/** Greets a person by name; a blank name greets the world. */\nexport function greet(name = 'world') {\n  const who = name.trim() || 'world';\n  return `Hello, ${who}!`;\n}";
+const edited = original.replace(before, after);
+const edit = { name: 'edit', input: { path: 'greet.js', oldText: before, newText: after } };
+/** The lines the edit removes and adds, as a diff shows them. */
+const removed = ['export function greet(name) {', '  return "hello " + name;'];
+const added = ['/** Greets a person by name; a blank name greets the world. */', "export function greet(name = 'world') {", "  const who = name.trim() || 'world';", '  return `Hello, ${who}!`;'];
 
 /** What the scripted provider plays, one model call a step (docs/providers.md): real tool calls on the workspace, asking as the thread's mode says. */
 const script = (steps: unknown[][]) => JSON.stringify({ chunkSize: 24, delayMs: 5, steps });
@@ -72,7 +77,8 @@ async function serve(args: string[], env: Record<string, string> = {}): Promise<
 }
 
 async function openPage(pageUrl: string): Promise<Page> {
-  context ??= await browser.newContext({ viewport: { width: 1400, height: 900 } });
+  // The docs' close-up of an approval card is taken at twice the density, so its diff stays sharp; whole pages at the page's own size.
+  context ??= await browser.newContext({ viewport: { width: 1400, height: 900 }, deviceScaleFactor: updateDocs ? 2 : 1 });
   const page = await context.newPage();
   const origin = new URL(pageUrl).origin;
   errors.length = 0;
@@ -99,9 +105,9 @@ describe.skipIf(!browserPath)('turnloom serve --inspect alone, in a real browser
     const { repo, dir } = workspace();
     const scriptFile = join(dir, 'script.json');
     writeFileSync(scriptFile, script([
-      [{ text: 'I will make the greeting friendlier.' }, { toolCall: edit }],
+      [{ text: 'I will make the greeting friendlier, and let a blank name greet the world.' }, { toolCall: edit }],
       [{ toolCall: { name: 'bash', input: { command: 'node -e "process.exit(3)"' } } }],
-      [{ text: 'Done: greet.js now greets with a capital and an exclamation mark.' }],
+      [{ text: 'Done: greet() says "Hello, name!" and greets the world when the name is blank.' }],
     ]));
     const { pageUrl } = await serve(['--workspace', repo.path, '--data', join(dir, 'data'), '--script', scriptFile]);
     const page = await openPage(pageUrl);
@@ -122,8 +128,8 @@ describe.skipIf(!browserPath)('turnloom serve --inspect alone, in a real browser
     const diff = card.locator('[data-testid=approval-diff]');
     await diff.waitFor({ timeout: 20_000 });
     expect(await diff.locator('.diff-file').getAttribute('data-path')).toBe('greet.js');
-    expect(await diff.locator('.diff-line[data-kind=del] .code').allTextContents()).toEqual(['  return "hello " + name;']);
-    expect(await diff.locator('.diff-line[data-kind=add] .code').allTextContents()).toEqual(['  return `Hello, ${name}!`;']);
+    expect(await diff.locator('.diff-line[data-kind=del] .code').allTextContents()).toEqual(removed);
+    expect(await diff.locator('.diff-line[data-kind=add] .code').allTextContents()).toEqual(added);
     expect(repo.read('greet.js')).toBe(original);
     await page.locator('[data-testid=fit-charts]').check();
     await page.locator('svg[data-testid=chart-turn].fitted g.state.active[data-path="running.awaitingApproval"]').waitFor();
@@ -138,7 +144,7 @@ describe.skipIf(!browserPath)('turnloom serve --inspect alone, in a real browser
     await page.locator('[data-machine=turn]').scrollIntoViewIfNeeded();
     await page.screenshot({ path: join(artifacts, 'inspector-serve-approval.png') });
     if (updateDocs) {
-      await page.screenshot({ path: join(docs, 'inspector.png') });
+      await page.screenshot({ path: join(docs, 'inspector.png'), scale: 'css' });
       await card.screenshot({ path: join(docs, 'inspector-approval.png') });
     }
     await card.locator('button[data-testid=approve]').click();
@@ -160,16 +166,16 @@ describe.skipIf(!browserPath)('turnloom serve --inspect alone, in a real browser
     await page.locator('[data-testid=open-diff]').click();
     const view = page.locator('[data-testid=diff-view]');
     await view.locator('.diff-file[data-path="greet.js"]').waitFor();
-    expect(await view.locator('.diff-line[data-kind=add] .code').allTextContents()).toEqual(['  return `Hello, ${name}!`;']);
-    expect(await view.locator('.diff-summary').textContent()).toBe('1 file +1 −1');
+    expect(await view.locator('.diff-line[data-kind=add] .code').allTextContents()).toEqual(added);
+    expect(await view.locator('.diff-summary').textContent()).toBe('1 file +4 −2');
     await page.screenshot({ path: join(artifacts, 'inspector-serve-diff.png') });
-    if (updateDocs) await page.screenshot({ path: join(docs, 'inspector-diff.png') });
+    if (updateDocs) await page.screenshot({ path: join(docs, 'inspector-diff.png'), scale: 'css' });
     await view.locator('[data-testid=revert]').click();
     await view.locator('[data-testid=revert-cancel]').click();
     expect(repo.read('greet.js')).toBe(edited);
     await view.locator('[data-testid=revert]').click();
     await view.locator('[data-testid=revert-confirm]').click();
-    await expect.poll(() => view.locator('[data-testid=revert-done]').textContent(), { timeout: 30_000 }).toMatch(/^Reverted 1 file \+1 −1/);
+    await expect.poll(() => view.locator('[data-testid=revert-done]').textContent(), { timeout: 30_000 }).toMatch(/^Reverted 1 file \+2 −4/);
     expect(repo.read('greet.js')).toBe(original);
     await view.locator('[data-testid=diff-close]').click();
     await page.locator('[data-testid=open-diff]', { hasText: 'reverted' }).waitFor();
