@@ -13,7 +13,7 @@ import { type StreamMessage, ThreadStream } from './threadStream.ts';
 export interface RelayOptions {
   bus: Bus;
   prefix?: string;
-  /** The API token the page's calls carry (approvals need the `operate` scope). */
+  /** The API token the page's calls carry: what it may do is what the page offers (starting turns and reverting need `operate`, answering approvals `approve`). */
   token?: string;
   /** 0 picks a free port. */
   port: number;
