@@ -294,7 +294,7 @@ export function mountThread(root, threadId, nav) {
       waiting ? h('span', { class: 'warn' }, waiting) : null,
       h('span', { class: 'faint' }, `seq ${model.viewSeq}`),
     ].filter((node) => node !== null));
-    interrupt.hidden = !open;
+    interrupt.hidden = !open || !nav.may('operate');
     composer?.setRunning(open !== null);
   }
 

@@ -190,6 +190,43 @@ describe.skipIf(!browserPath)('turnloom serve --inspect alone, in a real browser
     expect(errors).toEqual([]);
   }, 120_000);
 
+  it('steers text into the running turn and queues the next one from the box, each as the API answered', async () => {
+    const { repo, dir } = workspace();
+    const scriptFile = join(dir, 'script.json');
+    // A canned call that takes a while: the turn runs long enough to be written to.
+    writeFileSync(scriptFile, script([[{ text: 'Looking.' }, { toolCall: { name: 'bash', input: { command: 'sleep' }, result: 'slept', durationMs: 4_000 } }], [{ text: 'All done.' }]]));
+    const { pageUrl } = await serve(['--workspace', repo.path, '--data', join(dir, 'data'), '--script', scriptFile]);
+    const page = await openPage(pageUrl);
+    await page.locator('[data-testid=new-thread]').click();
+    await page.waitForURL(/\/threads\/thr_[0-9a-f]+$/);
+    const threadId = new URL(page.url()).pathname.split('/').pop()!;
+    const box = page.locator('[data-testid=composer-input]');
+    const said = page.locator('[data-testid=composer-result]');
+    await box.fill('first');
+    await box.press('Enter');
+    await expect.poll(() => said.textContent(), { timeout: 10_000 }).toMatch(/^started turn /);
+
+    // While it runs the box steers (Enter) or queues.
+    await page.locator('[data-testid=composer-steer]').waitFor({ timeout: 10_000 });
+    await box.fill('also this');
+    await box.press('Enter');
+    await expect.poll(() => said.textContent(), { timeout: 10_000 }).toMatch(/^steered into turn /);
+    await box.fill('then that');
+    await page.locator('[data-testid=composer-queue]').click();
+    await expect.poll(() => said.textContent(), { timeout: 10_000 }).toMatch(/^queued as turn /);
+    expect(await box.inputValue()).toBe('');
+
+    // The running turn took the steered text as the user's; the queued one ran after it, on its own input.
+    type View = { thread: { turnIds: string[]; openTurnId: string | null; turns: Record<string, { state: string; messages: Array<{ parts: Array<{ text: string }> }> }> } };
+    const view = async () => (await pageCall(page, 'thread.get', { threadId })).result as unknown as View;
+    await expect.poll(async () => { const { thread } = await view(); return thread.turnIds.map((id) => thread.turns[id]!.state); }, { timeout: 60_000 }).toEqual(['completed', 'completed']);
+    const { thread } = await view();
+    const inputs = thread.turnIds.map((id) => thread.turns[id]!.messages[0]!.parts.map((part) => part.text));
+    expect(inputs).toEqual([['first', 'also this'], ['then that']]);
+    await page.locator('[data-testid=composer-start]').waitFor();
+    expect(errors).toEqual([]);
+  }, 120_000);
+
   it('offers a token with only read no composer, no new thread and no revert, and the API refuses the page’s calls', async () => {
     const { repo, dir } = workspace();
     const data = join(dir, 'data');
@@ -223,6 +260,7 @@ describe.skipIf(!browserPath)('turnloom serve --inspect alone, in a real browser
     await page.locator('[data-testid=diff-view] .diff-file[data-path="greet.js"]').waitFor();
     expect(await page.locator('[data-testid=composer]').count()).toBe(0);
     expect(await page.locator('[data-testid=revert]').count()).toBe(0);
+    expect(await page.locator('[data-testid=open-diff]').isVisible()).toBe(true);
 
     for (const [method, params] of [
       ['turn.start', { threadId, input: { text: 'sneaky' } }],
