@@ -227,7 +227,7 @@ describe.skipIf(!browserPath)('turnloom serve --inspect alone, in a real browser
     expect(errors).toEqual([]);
   }, 120_000);
 
-  it('offers a token with only read no composer, no new thread and no revert, and the API refuses the page’s calls', async () => {
+  it('gives a page whose token may only read no composer, no new thread and no revert, and the API refuses its calls', async () => {
     const { repo, dir } = workspace();
     const data = join(dir, 'data');
     const scriptFile = join(dir, 'script.json');
