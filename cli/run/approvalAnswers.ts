@@ -52,8 +52,13 @@ export function lineSource(input: NodeJS.ReadableStream, output: NodeJS.Writable
   if (drawn) input.on('keypress', onKey);
   lines.on('line', (line) => {
     const next = waiting.shift();
-    if (drawn) screen.line(`${asking ?? INPUT_PROMPT}${visible(line)}`);
+    const prompt = asking ?? INPUT_PROMPT;
     asking = null;
+    if (drawn) {
+      // The line being typed is done: off the status line, onto one of its own.
+      screen.typed(null);
+      screen.line(`${prompt}${visible(line)}`);
+    }
     if (next) next(line);
     else if (terminal && onUnasked) onUnasked(line);
     else typed.push(line);

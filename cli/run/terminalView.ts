@@ -202,7 +202,7 @@ export class TerminalView {
     if (!this.tty || !this.atLineStart) return;
     const status = this.status();
     if (status === null) return this.clearStatus();
-    this.out.write(`${this.blank()}${status}`);
+    this.out.write(`${this.statusWidth === 0 ? '\r' : this.blank()}${status}`);
     this.statusWidth = [...stripVTControlCharacters(status)].length;
   }
 }

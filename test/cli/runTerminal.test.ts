@@ -95,4 +95,19 @@ describe('turnloom run in a pseudo-terminal', () => {
     expect(screen).toContain('│ widget check: expected 3 widgets, found 2\r\n');
     expect(screen).not.toContain('\x1b');
   });
+
+  it('a running command shows its elapsed time and its latest output line while it runs', { timeout: 90_000 }, async () => {
+    const repo = gitRepo();
+    const data = plainFolder('turnloom-run-tty-data-');
+    folders.push(repo, data);
+    const scriptFile = join(data.path, 'script.json');
+    const command = 'for i in 1 2 3 4 5 6; do echo "building part $i of 6"; sleep 0.4; done';
+    writeFileSync(scriptFile, JSON.stringify({ steps: [[{ toolCall: { name: 'bash', input: { command } } }], [{ text: 'Built.' }]] }));
+    running = inTerminal(['run', 'build it', '--script', scriptFile, '--data', join(data.path, 'threads'), '--mode', 'full'], repo.path, {});
+    // Seen while it runs: a later line than the first, under a clock that has moved.
+    await expect.poll(() => running!.screen(), { timeout: 30_000, interval: 50 }).toMatch(/bash for i in .*  [0-9]\.[1-9] s\x1b\[2m · building part [3-6] of 6/);
+    expect(await running.exited).toBe(0);
+    expect(running.screen()).toMatch(/✓\x1b\[39m bash for i in .*  2\.\d s/);
+  });
 });
+
