@@ -7,7 +7,9 @@ import { terminalJson } from './terminalText.ts';
 import { readScriptFile } from './providerRegistry.ts';
 import { demoPrompt, loginRaceScript, writeLoginRaceProject } from './demo/loginRaceProject.ts';
 import { runEmbedded } from './run/embeddedRun.ts';
-import { changesOf, printSummary } from './runCommand.ts';
+import { changesOf, summaryLines } from './run/runSummary.ts';
+import { paint, wantsColour } from './colours.ts';
+import { printStyled } from './redact.ts';
 import { tempFolder } from './tempFolder.ts';
 import { workspaceSetup } from './workspaceSetup.ts';
 
@@ -62,7 +64,7 @@ export async function demoCommand(args: string[]): Promise<number> {
       policy: values.deny ? 'deny' : 'auto',
       // Edits run, commands ask: the test runs are what a person approves.
       mode: 'auto-edits',
-      view: values.json ? null : { out: process.stdout, tty: process.stdout.isTTY === true },
+      view: values.json ? null : { out: process.stdout, tty: process.stdout.isTTY === true, colour: wantsColour(process.stdout) },
       input: process.stdin,
       prompts: values.json ? process.stderr : process.stdout,
       onStarted: () => {
@@ -73,8 +75,7 @@ export async function demoCommand(args: string[]): Promise<number> {
       const { threadId, title, status, approvals, toolCalls, checkpoint, events } = report;
       console.log(terminalJson({ threadId, title, status, approvals, toolCalls, checkpoint: checkpoint && { ...changesOf(checkpoint), summary: checkpoint.summary }, events }));
     } else {
-      printSummary(report);
-      if (report.checkpoint?.patch) console.log(`\n${report.checkpoint.patch}`);
+      printStyled(summaryLines(report, paint(wantsColour(process.stdout)), { diff: true }).join('\n'));
       console.log(`recorded ${report.events} events in ${dataDir}`);
     }
     return report.status === 'completed' ? 0 : 1;

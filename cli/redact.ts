@@ -70,3 +70,12 @@ export function installRedactingConsole(): void {
     };
   }
 }
+
+/**
+ * A line with the styles the CLI added kept (colour): the console would show
+ * them as text. Whatever came from outside in it must have been made
+ * `visible` already; secrets are redacted here as on the console.
+ */
+export function printStyled(text: string): void {
+  process.stdout.write(`${redact(text)}\n`);
+}

@@ -1,7 +1,10 @@
 import { type PermissionMode, permissionModes } from '../domain/index.ts';
 import { UsageError, integerOption, parseOptions } from './cliErrors.ts';
 import { failureHint } from './run/failureHint.ts';
-import { terminalJson } from './terminalText.ts';
+import { paint, wantsColour } from './colours.ts';
+import { printStyled } from './redact.ts';
+import { changesOf, summaryLines } from './run/runSummary.ts';
+import { terminalJson, visible } from './terminalText.ts';
 import { providersFromEnvironment } from './providerRegistry.ts';
 import { commandConfig, compactionOptions } from './commandConfig.ts';
 import type { ApprovalPolicy } from './run/approvalAnswers.ts';
@@ -23,7 +26,10 @@ export const runUsage = `turnloom run "<prompt>" [options]   one turn on the wor
   --thread ID         continue this thread (it must be in the --data folder, or this workspace's)
   --script FILE       script for the scripted provider (see docs/providers.md)
   --context-window N  the model's context window in tokens, when its known one is wrong or unknown
+  --verbose           show every tool call's output (default: the tail of a failed one's)
+  --no-diff           end without the turn's diff (the changed files and their counts are still listed)
   --json              print { threadId, title, turnId, status, error, text, toolCalls, approvals, checkpoint, usage } and nothing else
+  Colour in a terminal, unless NO_COLOR is set (FORCE_COLOR forces it, on a pipe too).
   In a terminal, a line typed while the turn runs is steered into it (the model reads it at its next step);
   start the line with /queue to run it as the next turn instead. The report is of the last turn that ran.
   Keys: OPENAI_API_KEY (+ OPENAI_BASE_URL for any OpenAI-compatible server), ANTHROPIC_API_KEY.
@@ -50,6 +56,8 @@ export async function runCommand(args: string[]): Promise<number> {
       script: { type: 'string' },
       'context-window': { type: 'string' },
       json: { type: 'boolean', default: false },
+      verbose: { type: 'boolean', default: false },
+      'no-diff': { type: 'boolean', default: false },
     },
   });
   if (values.help) {
@@ -74,8 +82,9 @@ export async function runCommand(args: string[]): Promise<number> {
   const agent = values.agent === undefined ? undefined : checkAgent('run', config, values.agent);
   const { name, model } = agent && values.provider === undefined && values.model === undefined ? agentProvider(config, agent, setup) : setup.defaultProvider;
   const notes = process.stderr;
+  const colour = wantsColour(process.stdout);
   if (Object.keys(setup.providers).length === 1) notes.write('turnloom: no OPENAI_API_KEY or ANTHROPIC_API_KEY is set, so the scripted provider answers\n');
-  if (!values.json) notes.write(`turnloom run — ${name}${model ? ` (${model})` : ''}, ${workspace.summary}, approvals: ${policy}${agent ? `, agent: ${agent}` : ''}${files.length > 0 ? `, config: ${files.join(', ')}` : ''}\n`);
+  if (!values.json) notes.write(`turnloom run — ${name}${model ? ` (${model})` : ''}, ${workspace.summary}${agent ? `, agent: ${agent}` : ''}${files.length > 0 ? `, config: ${files.join(', ')}` : ''}\n`);
   if (workspace.isolationWarning) notes.write(`turnloom: ${workspace.isolationWarning}\n`);
 
   const report = await runEmbedded({
@@ -94,16 +103,17 @@ export async function runCommand(args: string[]): Promise<number> {
     config,
     ...(agent ? { agent } : {}),
     onNote: (line) => notes.write(`turnloom: ${line}\n`),
-    view: values.json ? null : { out: process.stdout, tty: process.stdout.isTTY === true },
+    view: values.json ? null : { out: process.stdout, tty: process.stdout.isTTY === true, colour, verbose: values.verbose! },
     input: process.stdin,
     prompts: values.json ? process.stderr : process.stdout,
     // Named at once, so a run stopped at any moment (kill -9 included) can be continued.
-    onThread: (threadId) => notes.write(`thread ${threadId} · data ${dataDir}\n`),
+    onThread: (threadId, mode) => notes.write(`thread ${threadId} · mode ${mode}${mode === 'full' ? ' (nothing asks)' : `, approvals: ${policy}`} · data ${dataDir}\n`),
   });
   if (values.json) console.log(terminalJson(jsonReport(report)));
   else {
-    printSummary(report);
-    console.log(`continue this thread: turnloom run --thread ${report.threadId} "…"${values.cwd === '.' ? '' : ` --cwd ${shellQuote(values.cwd!)}`}${values.data === undefined ? '' : ` --data ${shellQuote(values.data)}`}`);
+    printStyled(summaryLines(report, paint(colour), { diff: !values['no-diff'] }).join('\n'));
+    const where = `${values.cwd === '.' ? '' : ` --cwd ${shellQuote(values.cwd!)}`}${values.data === undefined ? '' : ` --data ${shellQuote(values.data)}`}`;
+    printStyled(`\ncontinue this thread: ${paint(colour).strong(visible(`turnloom run --thread ${report.threadId}${where} "…"`))}`);
   }
   return report.status === 'completed' ? 0 : report.status === 'interrupted' ? 130 : 1;
 }
@@ -124,33 +134,3 @@ const jsonReport = ({ threadId, title, turnId, status, failure, text, toolCalls,
 /** A word as a POSIX shell reads it back: quoted only when it has to be. */
 const shellQuote = (word: string) => (/^[\w@%+=:,./-]+$/.test(word) ? word : `'${word.replaceAll("'", "'\\''")}'`);
 
-/** What `--json` (of run and demo) says of a checkpoint's changes: the totals, and the files listed. */
-export const changesOf = ({ files, filesChanged, additions, deletions, filesOmitted }: NonNullable<RunReport['checkpoint']>) => ({ files, filesChanged, additions, deletions, filesOmitted });
-
-const plural = (count: number, word: string) => `${count} ${word}${count === 1 ? '' : 's'}`;
-
-/** A terminal shows this many changed files; the totals count them all. */
-const MAX_PRINTED_FILES = 50;
-
-export function printSummary(report: RunReport): void {
-  const lines = [`\nturn ${report.status} · thread ${report.threadId} · ${report.toolCalls.length} tool calls · ${report.usage.input} in / ${report.usage.output} out tokens`];
-  if (report.failure) {
-    const { kind, message, status } = report.failure;
-    const hint = failureHint(report.failure);
-    lines.push(`error: ${kind}${status === null ? '' : ` (HTTP ${status})`}: ${message}${hint ? `\n  ${hint}` : ''}`);
-  }
-  lines.push(`title: ${report.title}`);
-  const { checkpoint } = report;
-  if (checkpoint) {
-    lines.push(
-      checkpoint.filesChanged === 0
-        ? `checkpoint ${checkpoint.id}: no file changed`
-        : `checkpoint ${checkpoint.id}: ${plural(checkpoint.filesChanged, 'file')} changed, +${checkpoint.additions} −${checkpoint.deletions}`,
-    );
-    const printed = checkpoint.files.slice(0, MAX_PRINTED_FILES);
-    for (const file of printed) lines.push(`  ${file.status.padEnd(8)} ${file.path}  +${file.additions} −${file.deletions}`);
-    if (checkpoint.filesChanged > printed.length) lines.push(`  … and ${plural(checkpoint.filesChanged - printed.length, 'more file')} not listed`);
-    if (checkpoint.summary) lines.push(`summary: ${checkpoint.summary}`);
-  }
-  console.log(lines.join('\n'));
-}

@@ -68,9 +68,11 @@ export interface ToolExecutor {
   preview?(call: ToolCall): Promise<ApprovalPreview | null>;
   /**
    * Runs the call, for turn `turnId` when it has one; a bad input or a
-   * failure is a result with `isError`, never a throw. Stops when `signal` aborts.
+   * failure is a result with `isError`, never a throw. Stops when `signal`
+   * aborts. `onOutput`, when given, hears what the call prints as it prints
+   * it (for people watching; the result still carries the output).
    */
-  execute(call: ToolCall, signal: AbortSignal, turnId?: string): Promise<ToolResult>;
+  execute(call: ToolCall, signal: AbortSignal, turnId?: string, onOutput?: (chunk: string) => void): Promise<ToolResult>;
   /**
    * The turn has ended, however it ended: stop what its calls left running
    * on purpose (a call that `outlivesCall`), and resolve once it is gone.

@@ -6,11 +6,16 @@ export interface LiveDelta {
   turnId: string;
   step: number;
   partId: string;
-  kind: 'text' | 'reasoning' | 'toolInput';
+  /**
+   * `text`, `reasoning`, `toolInput`: what was added to the part since the
+   * delta before. `toolOutput`: the latest output of a running tool call, a
+   * tail that replaces the one before (the whole output comes with its result).
+   */
+  kind: 'text' | 'reasoning' | 'toolInput' | 'toolOutput';
   text: string;
 }
 
-const kinds: ReadonlySet<unknown> = new Set<LiveDelta['kind']>(['text', 'reasoning', 'toolInput']);
+const kinds: ReadonlySet<unknown> = new Set<LiveDelta['kind']>(['text', 'reasoning', 'toolInput', 'toolOutput']);
 
 /** Whether a decoded value has a delta's shape (a listener must never be handed anything else). */
 function isLiveDelta(value: unknown): value is LiveDelta {

@@ -53,7 +53,9 @@ async function runBash(command: string, keep: boolean, timeoutMs: number, contex
     // One pipe for both streams, as a terminal would show them: two pipes read by Node lose their relative order.
     const running = new CommandProcess(`exec 2>&1\n${command}`, keep, settings, {
       output: (chunk) => {
-        if (!settled) output.push(chunk);
+        if (settled) return;
+        output.push(chunk);
+        context.onOutput?.(chunk);
       },
       ended: ({ code, signal: exitSignal }) => {
         if (killedBecause !== null) ending = { line: `killed: ${killedBecause}`, isError: true, kept: false };

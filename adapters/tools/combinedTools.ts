@@ -20,9 +20,9 @@ export function combineTools(...executors: ToolExecutor[]): ToolExecutor {
     // No executor has it, so nothing will run: it gets only its error, and nobody need be asked.
     classify: (call): ToolClass => owner(call)?.classify(call) ?? { kind: 'read', subject: '' },
     preview: async (call) => (await owner(call)?.preview?.(call)) ?? null,
-    execute: async (call, signal, turnId): Promise<ToolResult> => {
+    execute: async (call, signal, turnId, onOutput): Promise<ToolResult> => {
       const executor = owner(call);
-      if (executor) return executor.execute(call, signal, turnId);
+      if (executor) return executor.execute(call, signal, turnId, onOutput);
       return { output: `no tool named ${call.name}; available: ${specs().map((spec) => spec.name).join(', ')}`, isError: true };
     },
     // Every executor ends its part, even when one fails; the first failure is then reported.

@@ -14,6 +14,8 @@ export interface ToolContext {
   maxReadBytes: number;
   bashTimeoutMs: number;
   ripgrep: string | null;
+  /** Hears what a command prints, as it prints it. */
+  onOutput?: (chunk: string) => void;
   /** The turn the call is run for (null: none), to which a kept command belongs. */
   turnId: string | null;
   /** How a command starts now: isolated or not (probed once per process), and which folders it sees hidden. */

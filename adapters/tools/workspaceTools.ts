@@ -164,7 +164,7 @@ export class WorkspaceTools implements ToolExecutor {
     return this.kept.endTurn(turnId);
   }
 
-  async execute(call: ToolCall, signal: AbortSignal, turnId?: string): Promise<ToolResult> {
+  async execute(call: ToolCall, signal: AbortSignal, turnId?: string, onOutput?: (chunk: string) => void): Promise<ToolResult> {
     const failed = (output: string): ToolResult => ({ output: capOutput(output, this.limits.maxOutputChars), isError: true });
     if (signal.aborted) return failed('interrupted');
     const tool = toolNamed(call.name);
@@ -178,7 +178,7 @@ export class WorkspaceTools implements ToolExecutor {
     try {
       const prepared = tool.prepare(call.input, this.workspace);
       if (!prepared.ok) return failed(`invalid input for ${call.name}: ${prepared.problems}`);
-      const running = prepared.run({ ...this.limits, workspace: this.workspace, signal: callSignal, turnId: turnId ?? null });
+      const running = prepared.run({ ...this.limits, workspace: this.workspace, signal: callSignal, turnId: turnId ?? null, ...(onOutput ? { onOutput } : {}) });
       const result = await (deadline === null ? running : endingOn(running, callSignal));
       const { output, isError } = typeof result === 'string' ? { output: result, isError: false } : result;
       return { output: capOutput(output, this.limits.maxOutputChars), isError };

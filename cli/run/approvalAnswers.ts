@@ -1,4 +1,6 @@
 import { createInterface } from 'node:readline';
+import { Writable } from 'node:stream';
+import { visible } from '../terminalText.ts';
 import type { ApprovalView } from '../../domain/index.ts';
 import { toolLabel } from './turnProgress.ts';
 
@@ -16,33 +18,63 @@ export interface LineSource {
   close(): void;
 }
 
+/** A terminal screen that draws the line being typed itself (below what is printed), and prints finished lines. */
+export interface TypingScreen {
+  typed(typing: { prompt: string; text: string } | null): void;
+  line(text: string): void;
+}
+
+/** What readline would echo goes nowhere: the screen draws the line being typed. */
+const nowhere = () => new Writable({ write: (_chunk, _encoding, done) => done() });
+
+/** The prompt of a line typed when nothing was asked: input for the turn. */
+const INPUT_PROMPT = '› ';
+
 /**
  * Reads answers from a stream (a terminal, or a pipe a script writes to).
  * From a pipe, lines typed ahead wait for the next question. In a terminal a
  * person types while the turn runs, so a line typed when nothing was asked
- * goes to `onUnasked` (a prompt for the turn) when given.
+ * goes to `onUnasked` (a prompt for the turn) when given; with a `screen`,
+ * the line being typed is drawn by it, never inside what the run prints,
+ * and each finished line is shown on a line of its own.
  */
-export function lineSource(input: NodeJS.ReadableStream, output: NodeJS.WritableStream, onInterrupt: () => void, onUnasked?: (line: string) => void): LineSource {
+export function lineSource(input: NodeJS.ReadableStream, output: NodeJS.WritableStream, onInterrupt: () => void, onUnasked?: (line: string) => void, screen?: TypingScreen): LineSource {
   const terminal = (input as { isTTY?: boolean }).isTTY === true;
-  const lines = createInterface({ input, output, terminal });
+  const drawn = terminal && screen !== undefined;
+  const lines = createInterface({ input, output: drawn ? nowhere() : output, terminal });
   const typed: string[] = [];
   const waiting: Array<(line: string | null) => void> = [];
+  let asking: string | null = null;
   let ended = false;
+  const redraw = () => screen?.typed(asking !== null ? { prompt: asking, text: lines.line } : lines.line !== '' ? { prompt: INPUT_PROMPT, text: lines.line } : null);
+  // readline has updated its line by the time a listener added after its own hears the key.
+  const onKey = () => redraw();
+  if (drawn) input.on('keypress', onKey);
   lines.on('line', (line) => {
     const next = waiting.shift();
+    const prompt = asking ?? INPUT_PROMPT;
+    asking = null;
+    if (drawn) {
+      // The line being typed is done: off the status line, onto one of its own.
+      screen.typed(null);
+      screen.line(`${prompt}${visible(line)}`);
+    }
     if (next) next(line);
     else if (terminal && onUnasked) onUnasked(line);
     else typed.push(line);
   });
   lines.on('close', () => {
     ended = true;
+    if (drawn) input.off('keypress', onKey);
+    asking = null;
+    redraw();
     for (const resolve of waiting.splice(0)) resolve(null);
   });
   // In raw mode Ctrl-C reaches readline, not the process.
   lines.on('SIGINT', onInterrupt);
   return {
     question: (prompt) => {
-      output.write(prompt);
+      if (!drawn) output.write(prompt);
       const answered = (line: string | null) => {
         // A terminal echoes what was typed; answers from a pipe are shown, so the transcript reads right.
         if (!terminal) output.write(`${line ?? ''}\n`);
@@ -50,6 +82,13 @@ export function lineSource(input: NodeJS.ReadableStream, output: NodeJS.Writable
       };
       if (typed.length > 0) return Promise.resolve(answered(typed.shift()!));
       if (ended) return Promise.resolve(answered(null));
+      if (drawn) {
+        // The question's own lines are printed; its last line is where the answer is typed.
+        const at = prompt.lastIndexOf('\n');
+        if (at >= 0) screen.line(prompt.slice(0, at));
+        asking = prompt.slice(at + 1);
+        redraw();
+      }
       return new Promise((resolve) => waiting.push((line) => resolve(answered(line))));
     },
     close: () => lines.close(),
@@ -74,7 +113,7 @@ export async function answerApproval(policy: ApprovalPolicy, approval: ApprovalV
     return { decision: 'deny', note: 'nobody was there to approve it (the run denies what needs approval)' };
   }
   for (;;) {
-    const line = await lines().question(`? allow ${what}  [y]es once / [a]lways in this thread / [n]o: `);
+    const line = await lines().question(`? allow ${what}\n  [y]es once / [a]lways in this thread / [n]o: `);
     if (line === null) {
       say(`✘ denied ${what}: no one answered (input ended)`);
       return { decision: 'deny', note: 'nobody answered' };

@@ -11,7 +11,7 @@ import { tempFolder } from '../tempFolder.ts';
 import type { WorkspaceSetup } from '../workspaceSetup.ts';
 import { type ApprovalPolicy, type LineSource, answerApproval, lineSource } from './approvalAnswers.ts';
 import { visible } from '../terminalText.ts';
-import { TerminalView } from './terminalView.ts';
+import { TerminalView, type TerminalViewOptions } from './terminalView.ts';
 import { TurnProgress } from './turnProgress.ts';
 import { configuredWorker } from '../workerSetup.ts';
 
@@ -41,15 +41,15 @@ export interface RunRequest {
   provider: ProviderChoice;
   policy: ApprovalPolicy;
   mode: PermissionMode | undefined;
-  /** Where the run is shown; `null` for `--json` (only the report is printed). */
-  view: { out: NodeJS.WritableStream; tty: boolean } | null;
+  /** Where the run is shown, and how (see `TerminalViewOptions`); `null` for `--json` (only the report is printed). */
+  view: ({ out: NodeJS.WritableStream } & TerminalViewOptions) | null;
   /** Where approvals are asked (and lines typed); also where notes go. */
   input: NodeJS.ReadableStream;
   prompts: NodeJS.WritableStream;
   /** Called once the engine and worker are up (the data folder is open), before the turn starts. */
   onStarted?: () => void;
-  /** Called with the thread as soon as it is known (created or found), so a run stopped at any moment can be continued. */
-  onThread?: (threadId: string) => void;
+  /** Called with the thread as soon as it is known (created or found), so a run stopped at any moment can be continued, and the permission mode in force on it. */
+  onThread?: (threadId: string, mode: PermissionMode) => void;
 }
 
 export interface RunReport {
@@ -120,10 +120,13 @@ export async function runEmbedded(request: RunRequest): Promise<RunReport> {
   let lines = null as LineSource | null;
   try {
     const threadId = await threadToRun(request, store, server, client);
-    request.onThread?.(threadId);
     const watch = await client.watchThread(threadId, { via: 'subjects' });
-    const view = request.view ? new TerminalView(request.view.out, request.view.tty) : null;
-    const say = (line: string) => (view ? view.line(line) : request.prompts.write(`${visible(line)}\n`));
+    request.onThread?.(threadId, request.mode ?? watch.context.view!.permissions.mode);
+    const view = request.view ? new TerminalView(request.view.out, request.view) : null;
+    const say = (line: string) => (view ? view.line(visible(line)) : request.prompts.write(`${visible(line)}\n`));
+    const offLive = watch.onLive((delta) => {
+      if (delta.kind === 'toolOutput') view?.toolOutput(delta.partId, delta.text);
+    });
     const { turnId: firstTurnId } = await client.call('turn.start', {
       threadId,
       input: { text: request.prompt },
@@ -176,7 +179,7 @@ export async function runEmbedded(request: RunRequest): Promise<RunReport> {
     };
     const stopSignals = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
     for (const signal of stopSignals) process.on(signal, interrupt);
-    const readLines = () => (lines ??= lineSource(request.input, request.prompts, interrupt, typing ? prompt : undefined));
+    const readLines = () => (lines ??= lineSource(request.input, request.prompts, interrupt, typing ? prompt : undefined, typing ? (view ?? undefined) : undefined));
     if (typing) {
       readLines();
       say('  (type to steer this turn as it runs; start a line with /queue to run it after)');
@@ -215,6 +218,7 @@ export async function runEmbedded(request: RunRequest): Promise<RunReport> {
       await server.worker?.idle();
       await watch.reach(server.engine.summary(threadId)!.seq);
       const report = reportOf(watch.context.view!, turnId);
+      offLive();
       watch.close();
       return report;
     } finally {

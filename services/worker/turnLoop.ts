@@ -1,5 +1,6 @@
 import { resolve as resolvePath } from 'node:path';
 import { previewOf } from './callPreview.ts';
+import { LiveToolOutput } from './liveToolOutput.ts';
 import { setTimeout as sleep } from 'node:timers/promises';
 import {
   type DomainEvent,
@@ -348,10 +349,13 @@ async function runTool(work: TurnWork, call: ToolCall, tools: ToolExecutor): Pro
   await reachWritten(work);
   if (partOf(work, call)?.state !== 'running.tool.executing') return;
   const ran = work.tracing.tool(call, kind);
-  const result = await untilAborted(tools.execute(call, signal, turnId), signal).catch((error: unknown) => {
-    ran(true);
-    throw error;
-  });
+  const output = new LiveToolOutput((tail) => work.live({ turnId, step: part.step, partId, kind: 'toolOutput', text: tail }));
+  const result = await untilAborted(tools.execute(call, signal, turnId, output.add), signal)
+    .catch((error: unknown) => {
+      ran(true);
+      throw error;
+    })
+    .finally(() => output.close());
   ran(result.isError);
   await work.outbox.record([toolOutcomeEvent(turnId, partId, call, cutToolOutput(result.output, options.maxToolOutputChars), result.isError)]);
 }

@@ -20,6 +20,6 @@ export function turnTools(own: ToolExecutor | undefined, workspace: ToolExecutor
     specs: () => (workspace ? workspace.specs() : own.specs()),
     classify: (call) => pick(call).classify(call),
     preview: async (call) => (await pick(call).preview?.(call)) ?? null,
-    execute: (call, signal, turnId): Promise<ToolResult> => pick(call).execute(call, signal, turnId),
+    execute: (call, signal, turnId, onOutput): Promise<ToolResult> => pick(call).execute(call, signal, turnId, onOutput),
   };
 }

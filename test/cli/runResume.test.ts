@@ -47,7 +47,7 @@ function slowCommandScript(dir: string): string {
 }
 
 const ranLines = (workspace: string) => readFileSync(join(workspace, 'ran.txt'), 'utf8').split('\n').filter((line) => line === 'ran').length;
-const threadOf = (stderr: string) => /thread (thr_\w+) · data /.exec(stderr)?.[1];
+const threadOf = (stderr: string) => /thread (thr_\w+) · mode [^·]+ · data /.exec(stderr)?.[1];
 
 describe('a run that was stopped can be continued', () => {
   it('after kill -9 mid-command: run --continue finishes the turn left open (its command is not run again) and then the new one', { timeout: 90_000 }, async () => {
@@ -57,7 +57,7 @@ describe('a run that was stopped can be continued', () => {
     const args = ['--cwd', workspace.path, '--data', join(data.path, 'state'), '--script', script, '--mode', 'full'];
     const first = start(['run', 'do the slow thing', ...args], { cwd: workspace.path });
     // The thread is named as soon as it exists, so a run killed at any moment can be continued by name.
-    await first.waitFor('stderr', /thread thr_\w+ · data /);
+    await first.waitFor('stderr', /thread thr_\w+ · mode [^·]+ · data /);
     // Killed once the command really ran (it noted so) and while it still runs.
     await expect.poll(() => existsSync(join(workspace.path, 'ran.txt')), { timeout: 20_000 }).toBe(true);
     first.child.kill('SIGKILL');
@@ -143,7 +143,7 @@ describe('where a run keeps its threads', () => {
     expect(git(workspace.path, 'status', '--porcelain', '--untracked-files=all')).toBe("?? note.txt\n");
     const refs = git(workspace.path, 'for-each-ref', '--format=%(objectname)', 'refs/turnloom').split('\n').filter(Boolean);
     for (const ref of refs) expect(git(workspace.path, 'ls-tree', '-r', '--name-only', ref)).not.toMatch(/\.mdb|turnloom/);
-    const data = /thread thr_\w+ · data (\S+)/.exec(result.stderr)?.[1];
+    const data = /thread thr_\w+ · mode [^·]+ · data (\S+)/.exec(result.stderr)?.[1];
     expect(data?.startsWith(join(home.path, 'turnloom', 'workspaces'))).toBe(true);
     // And --continue finds the thread there without being told where.
     const next = await run(['run', '--continue', 'again', '--script', script, '--mode', 'auto-edits', '--json'], { cwd: workspace.path, env });

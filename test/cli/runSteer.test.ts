@@ -41,6 +41,8 @@ describe('turnloom run in a terminal: typing while the turn runs', () => {
     tty.input.write('/queue then tidy up\r');
     const report = await run;
 
+    // What was typed is shown on a line of its own, never glued onto the model's text.
+    expect(tty.shown()).toMatch(/\n[\r ]*› and check the logs too\n/);
     expect(tty.shown()).toContain('↳ steered into this turn: and check the logs too');
     expect(tty.shown()).toContain('⧗ queued: then tidy up (runs after this turn)');
     expect(report.status).toBe('completed');

@@ -46,9 +46,9 @@ function inTerminal(args: string[], cwd: string, env: Record<string, string>): P
   );
 }
 
-/** Every escape sequence on the screen is one of turnloom's own: erase a line, dim and undim (nothing a model chose). */
+/** Every escape sequence on the screen is one of turnloom's own: erase a line, and the few styles it colours with (nothing a model chose). */
 function foreignEscapes(screen: string): string[] {
-  const ours = /^\x1b\[(K|2m|22m)/;
+  const ours = /^\x1b\[(K|(1|2|22|31|32|33|36|39)m)/;
   const found: string[] = [];
   for (let at = screen.indexOf(ESC); at !== -1; at = screen.indexOf(ESC, at + 1)) {
     if (!ours.test(screen.slice(at))) found.push(JSON.stringify(screen.slice(at, at + 12)));
@@ -77,7 +77,7 @@ describe('text from outside reaches the terminal shown, never obeyed', () => {
       }),
     );
     const screen = await inTerminal(['run', 'go', '--script', script, '--mode', 'auto-edits', '--approve', 'deny'], workspace.path, { XDG_DATA_HOME: home.path });
-    expect(screen).toContain('turn completed');
+    expect(screen.replace(/\x1b\[\d+m/g, '')).toContain('turn completed');
     expect(foreignEscapes(screen)).toEqual([]);
     for (const raw of ['\u009b', '\u202e', '\r✓ nothing']) expect(screen).not.toContain(raw);
     // Shown instead: a person sees what the model tried.
