@@ -12,6 +12,7 @@ import { toolCallElement, updateToolCall } from './toolCall.js';
  * @typedef {import('./threadModel.js').TurnView} TurnView
  * @typedef {import('./threadModel.js').PartView} PartView
  * @typedef {{ key: string, kind: string, text: string, open: boolean, part: PartView | null, state: string }} Block
+ *   `text`: for a tool call, the latest output it printed while running
  */
 
 /** @param {string} state */
@@ -21,6 +22,8 @@ export class LiveText {
   constructor() {
     /** partId → what the deltas said so far. @type {Map<string, { turnId: string, kind: string, text: string }>} */
     this.live = new Map();
+    /** partId → the latest output of a running tool call (each delta replaces the one before). @type {Map<string, string>} */
+    this.toolOutput = new Map();
     this.body = h('div', { class: 'live-text', 'data-testid': 'live-text' });
     this.caption = h('span', { class: 'count' });
     this.element = h('section', { class: 'panel live-panel' }, h('h2', {}, 'Turn', this.caption), this.body);
@@ -28,6 +31,7 @@ export class LiveText {
 
   /** @param {LiveDelta} delta */
   add(delta) {
+    if (delta.kind === 'toolOutput') this.toolOutput.set(delta.partId, delta.text);
     if (delta.kind !== 'text' && delta.kind !== 'reasoning') return;
     const entry = this.live.get(delta.partId) ?? { turnId: delta.turnId, kind: delta.kind, text: '' };
     entry.text += delta.text;
@@ -52,7 +56,9 @@ export class LiveText {
       const state = stateOf(part.id, part.state);
       const open = isOpen(state);
       if (part.kind === 'tool') {
-        blocks.push({ key: part.id, kind: 'tool', text: '', open, part, state });
+        // Running, it shows what it printed last; once it ended, its result says it all.
+        if (!open) this.toolOutput.delete(part.id);
+        blocks.push({ key: part.id, kind: 'tool', text: this.toolOutput.get(part.id) ?? '', open, part, state });
         continue;
       }
       const live = this.live.get(part.id);
@@ -72,7 +78,7 @@ export class LiveText {
     if (blocks.length === 0) blocks.push({ key: 'empty', kind: 'empty', text: turnId ? 'No text in this turn yet.' : 'No turn yet.', open: false, part: null, state: '' });
     // Keyed, so a tool call the person opened or closed stays so while the turn goes on.
     reconcile(el, blocks, (b) => `${b.kind}:${b.key}`, (b) => (b.kind === 'tool' ? toolCallElement() : h('div')), (node, b) => {
-      if (b.kind === 'tool' && b.part) return updateToolCall(/** @type {HTMLDetailsElement} */ (node), b.part, b.state);
+      if (b.kind === 'tool' && b.part) return updateToolCall(/** @type {HTMLDetailsElement} */ (node), b.part, b.state, b.text);
       node.className = b.kind === 'empty' ? 'empty' : `part ${b.kind}${b.open ? ' streaming' : ''}`;
       node.replaceChildren(...(b.kind === 'empty' ? [b.text] : [h('span', { class: 'kind' }, b.kind), b.text]));
     });

@@ -7,7 +7,7 @@
  * @typedef {{ machine: string, actorId: string | null, state: string, event: string, reason: string }} RefusedEvent
  * @typedef {{ threadId: string, commandId: string, command: string, at: number, outcome: 'accepted' | 'rejected', threadSeq: number,
  *   transitions: ActorTransition[], refused: RefusedEvent[] }} Inspection
- * @typedef {{ turnId: string, step: number, partId: string, kind: 'text' | 'reasoning' | 'toolInput', text: string }} LiveDelta
+ * @typedef {{ turnId: string, step: number, partId: string, kind: 'text' | 'reasoning' | 'toolInput' | 'toolOutput', text: string }} LiveDelta
  * @typedef {{
  *   event(event: StoredEvent): void,
  *   caughtUp(seq: number): void,

@@ -81,8 +81,9 @@ export function toolCallElement() {
  * @param {HTMLDetailsElement} el
  * @param {PartView} part
  * @param {string} state its current state
+ * @param {string} [printing] while it runs, the latest of what it prints (live, never stored)
  */
-export function updateToolCall(el, part, state) {
+export function updateToolCall(el, part, state, printing = '') {
   const tool = part.tool;
   const input = inputOf(tool);
   const outcome = toolOutcome(state, tool, part.error ?? null);
@@ -104,9 +105,11 @@ export function updateToolCall(el, part, state) {
       : h('div', { class: 'tool-field inline' }, h('span', { class: 'tool-key' }, key), h('code', {}, text));
   });
   if (output !== null) rows.push(h('div', { class: 'tool-field' }, h('div', { class: 'tool-key' }, 'output'), h('pre', { class: 'tool-text output', 'data-testid': 'tool-output' }, output)));
+  else if (printing) rows.push(h('div', { class: 'tool-field' }, h('div', { class: 'tool-key' }, 'output so far (its last lines)'), h('pre', { class: 'tool-text output', 'data-testid': 'tool-printing' }, printing)));
   body.replaceChildren(...rows);
-  // Short calls open by themselves once they ended; long ones stay a line until asked for.
+  // A call that prints as it runs shows it; once ended, short calls stay open and long ones close to a line, unless the person chose.
   const settled = outcome.tone !== 'running';
+  if (!settled && printing && !el.dataset.chosen) el.open = true;
   if (settled && !el.dataset.chosen && !el.dataset.sized) {
     el.dataset.sized = '1';
     el.open = !isLong(output ?? '') && !fields.some(([, value]) => isLong(asText(value)));

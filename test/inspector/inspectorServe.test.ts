@@ -28,6 +28,9 @@ const edit = { name: 'edit', input: { path: 'greet.js', oldText: before, newText
 const removed = ['export function greet(name) {', '  return "hello " + name;'];
 const added = ['/** Greets a person by name; a blank name greets the world. */', "export function greet(name = 'world') {", "  const who = name.trim() || 'world';", '  return `Hello, ${who}!`;'];
 
+/** A command that prints, takes a moment, and fails. */
+const slowFailure = `node -e "console.log('checking'); setTimeout(() => process.exit(3), 2000)"`;
+
 /** What the scripted provider plays, one model call a step (docs/providers.md): real tool calls on the workspace, asking as the thread's mode says. */
 const script = (steps: unknown[][]) => JSON.stringify({ chunkSize: 24, delayMs: 5, steps });
 
@@ -106,7 +109,7 @@ describe.skipIf(!browserPath)('turnloom serve --inspect alone, in a real browser
     const scriptFile = join(dir, 'script.json');
     writeFileSync(scriptFile, script([
       [{ text: 'I will make the greeting friendlier, and let a blank name greet the world.' }, { toolCall: edit }],
-      [{ toolCall: { name: 'bash', input: { command: 'node -e "process.exit(3)"' } } }],
+      [{ toolCall: { name: 'bash', input: { command: slowFailure } } }],
       [{ text: 'Done: greet() says "Hello, name!" and greets the world when the name is blank.' }],
     ]));
     const { pageUrl } = await serve(['--workspace', repo.path, '--data', join(dir, 'data'), '--script', scriptFile]);
@@ -152,14 +155,18 @@ describe.skipIf(!browserPath)('turnloom serve --inspect alone, in a real browser
     // The command asks next, with its line and folder; it exits 3, which the turn shows as a result, not a broken part.
     const command = card.locator('[data-testid=approval-preview][data-kind=command]');
     await command.waitFor({ timeout: 20_000 });
-    expect(await command.textContent()).toContain('$ node -e "process.exit(3)"');
+    expect(await command.textContent()).toContain(`$ ${slowFailure}`);
     expect(repo.read('greet.js')).toBe(edited);
     await card.locator('button[data-testid=approve]').click();
+    // While it runs, what it printed so far (the live channel's latest output); then its whole output, and how it ended.
+    await expect.poll(() => page.locator('[data-testid=tool-call][data-outcome=running] [data-testid=tool-printing]').textContent(), { timeout: 20_000 }).toContain('checking');
     const exited = page.locator('[data-testid=tool-call][data-outcome=exited]');
     await exited.waitFor({ timeout: 20_000 });
-    expect(await exited.locator('summary').textContent()).toMatch(/^bashnode -e "process\.exit\(3\)"exited 3$/);
-    expect(await exited.locator('[data-testid=tool-output]').textContent()).toBe('exit code 3');
-    expect(await page.locator('[data-testid=tool-call][data-outcome=ok] summary').textContent()).toMatch(/^editgreet\.jsdone$/);
+    expect(await exited.locator('summary .tool-name').textContent()).toBe('bash');
+    expect(await exited.locator('summary .tool-headline').textContent()).toBe(slowFailure);
+    expect(await exited.locator('summary .tool-outcome').textContent()).toBe('exited 3');
+    expect(await exited.locator('[data-testid=tool-output]').textContent()).toBe('checking\nexit code 3');
+    expect(await page.locator('[data-testid=tool-call][data-outcome=ok] summary').allTextContents()).toEqual(['editgreet.jsdone']);
 
     // The turn ends; its diff opens from the thread bar, and reverts after a confirmation.
     await page.locator('svg[data-testid=chart-turn] g.state.active[data-path="completed"]').waitFor({ timeout: 20_000 });
