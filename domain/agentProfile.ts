@@ -1,4 +1,4 @@
-import { type PermissionMode, type PermissionRule, wildcardMatches } from './permissions.ts';
+import { type PermissionMode, type PermissionRule, stricterMode, wildcardMatches } from './permissions.ts';
 
 /**
  * A named way of working: what the model is told, which tools it is
@@ -37,13 +37,24 @@ export const builtinAgents: Readonly<Record<string, AgentProfile>> = {
     mode: 'read-only',
     tools: ['read', 'list', 'glob', 'grep'],
   },
+  explore: {
+    description: 'Finds things out: reads and searches the code and reports what it found; changes nothing.',
+    instructions: [
+      'You are an explore agent: read and search the code to answer the question you were given.',
+      'Do not edit or create files and do not run commands. End with a short, precise report of what you found, with file paths.',
+    ].join(' '),
+    mode: 'read-only',
+    tools: ['read', 'list', 'glob', 'grep'],
+  },
+  general: {
+    description: 'Does a piece of work handed to it: reads, edits files and runs commands, as the permission mode allows.',
+    instructions: 'You are doing a piece of work handed to you by another agent. Do it, then end with a short report of what you did and what you found.',
+  },
 };
-
-const strictness: Record<PermissionMode, number> = { 'read-only': 0, ask: 1, 'auto-edits': 2, full: 3 };
 
 /** The mode a turn runs under: the thread's (or the turn's own), narrowed to the agent's. */
 export function agentMode(mode: PermissionMode, agent: AgentProfile): PermissionMode {
-  return agent.mode !== undefined && strictness[agent.mode] < strictness[mode] ? agent.mode : mode;
+  return agent.mode === undefined ? mode : stricterMode(agent.mode, mode);
 }
 
 /** Whether the agent is offered `tool`: its list names it, or a `*` pattern in it matches. */

@@ -7,6 +7,7 @@ import type { ProviderMessage, ToolKind } from './providerAdapter.ts';
 import type { SideTaskKind } from './sideWork.ts';
 import type { RequestContext, RequestHeader } from './requestRecord.ts';
 import type { ApprovalPreview } from './approvalPreview.ts';
+import type { TaskStatus, ThreadParent } from './delegation.ts';
 
 /** What a piece of an assistant message holds. */
 export type PartKind = 'text' | 'reasoning' | 'tool';
@@ -23,7 +24,7 @@ export type ToolOutcome = 'notStarted' | 'unknown';
  * What an activity reports: `hook` is a decision of a worker's extension
  * hook; `sideWork.*` the engine's record of a worker's side work (see `domain/sideWork.ts`).
  */
-export type ActivityKind = 'diagnostic' | 'retry' | 'error' | 'repair' | 'info' | 'hook' | `sideWork.${SideTaskKind}`;
+export type ActivityKind = 'diagnostic' | 'retry' | 'error' | 'repair' | 'info' | 'hook' | 'task' | `sideWork.${SideTaskKind}`;
 
 /** Whether a thread's context is summarised when it no longer fits (`auto`, the default) or the turn fails (`off`). */
 export type CompactionSetting = 'auto' | 'off';
@@ -57,6 +58,8 @@ export type DomainEvent =
       /** Which workers may run its turns: those that serve this environment. */
       environment: string;
       permissions: Permissions;
+      /** A child thread's parent: the tool call it answers, and its depth in the tree (absent: a thread of its own). */
+      parent?: ThreadParent;
     }
   /** The thread's permission mode, its rules, whether it compacts, its agent, or some of them, replaced (`null`: unchanged). */
   | { type: 'thread.configured'; mode: PermissionMode | null; rules: PermissionRule[] | null; compaction?: CompactionSetting | null; agent?: string | null }
@@ -197,6 +200,25 @@ export type DomainEvent =
       reason: string;
       /** Tool parts only: the synthetic result the model will see. */
       tool: { toolCallId: string; outcome: ToolOutcome; result: string } | null;
+    }
+  // delegation
+  /**
+   * A tool call handed to a child agent: the engine makes the child thread
+   * (its id derived from this thread and the call, so a call resumed after a
+   * crash finds the same child) and starts its turn. `mode` is the most the
+   * child may do: never wider than the parent's thread.
+   */
+  | { type: 'task.delegated'; turnId: string; partId: string; toolCallId: string; childThreadId: string; agent: string; prompt: string; description: string | null; mode: PermissionMode }
+  /** The child's turn settled (or the child could not be made): what the parent's call returns. Recorded by the engine. */
+  | {
+      type: 'task.settled';
+      turnId: string;
+      partId: string;
+      childThreadId: string;
+      status: TaskStatus;
+      answer: string | null;
+      error: string | null;
+      usage: Usage | null;
     }
   // approvals
   | {

@@ -21,6 +21,7 @@ function toolCallOf(event: DomainEvent): string | null {
     case 'tool.result':
     case 'tool.failed':
     case 'approval.requested':
+    case 'task.delegated':
       return event.toolCallId;
     case 'part.interrupted':
       return event.tool?.toolCallId ?? null;

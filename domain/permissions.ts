@@ -10,6 +10,11 @@ export type PermissionMode = 'ask' | 'auto-edits' | 'full' | 'read-only';
 
 export const permissionModes: readonly PermissionMode[] = ['ask', 'auto-edits', 'full', 'read-only'];
 
+const strictness: Record<PermissionMode, number> = { 'read-only': 0, ask: 1, 'auto-edits': 2, full: 3 };
+
+/** The stricter of two modes: what an agent or a child runs under never widens what it was given. */
+export const stricterMode = (a: PermissionMode, b: PermissionMode): PermissionMode => (strictness[a] <= strictness[b] ? a : b);
+
 export type PermissionDecision = 'allow' | 'ask' | 'deny';
 
 /**

@@ -5,6 +5,7 @@ import type { ProviderMessage, ToolKind } from './providerAdapter.ts';
 import type { LogCursor } from './logCursor.ts';
 import type { RequestContext, RequestHeader } from './requestRecord.ts';
 import type { ApprovalPreview } from './approvalPreview.ts';
+import type { TaskView, ThreadParent } from './delegation.ts';
 
 /**
  * The read model of a thread, a pure fold of its events. Lifecycle `state`
@@ -27,6 +28,8 @@ export interface ThreadView {
   environment: string;
   /** What its agent may do without asking. */
   permissions: Permissions;
+  /** The tool call this thread answers, when it is a child agent's (`null`: a thread of its own). */
+  parent: ThreadParent | null;
   archived: boolean;
   createdAt: number;
   updatedAt: number;
@@ -178,6 +181,8 @@ export interface PartView {
   /** Reasoning signature (Anthropic thinking), kept so the next request can send it back. */
   signature: string | null;
   tool: ToolCallView | null;
+  /** A tool call handed to a child agent: its child and how it went. */
+  task: TaskView | null;
   error: string | null;
 }
 

@@ -37,6 +37,9 @@ export function routeEvent(event: DomainEvent): Delivery[] {
     case 'permission.ruleAdded':
     // A queued turn is an entry in the thread's queue until it is requested; it has no actor yet.
     case 'turn.queued':
+    // A child is a thread of its own, with its own lifecycles; the parent's call stays executing until its result.
+    case 'task.delegated':
+    case 'task.settled':
       return [];
     case 'checkpoint.revertStarted':
       return [session({ type: 'revert.begin' })];

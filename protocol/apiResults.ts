@@ -62,6 +62,8 @@ export interface CheckpointSummary extends FileChanges {
 export interface PendingApproval extends ApprovalView {
   threadId: string;
   turnId: string;
+  /** A child agent's approval, listed with its parent's: the thread that delegated to it (answer it on `threadId`, the child's). */
+  parentThreadId?: string;
 }
 
 /** Past this many events behind, a fresh `thread.get` is cheaper than paging `thread.events` (the client library's rule). */

@@ -22,6 +22,7 @@ export function emptyThreadView(threadId: string, at: number): ThreadView {
     owner: null,
     environment: DEFAULT_ENVIRONMENT,
     permissions: defaultPermissions(),
+    parent: null,
     archived: false,
     createdAt: at,
     updatedAt: at,
@@ -55,7 +56,7 @@ function newTurn(event: Extract<DomainEvent, { type: 'turn.requested' }>, at: nu
         id: childId(event.turnId, 'user'),
         role: 'user',
         parts: [
-          { id: childId(event.turnId, 'input'), kind: 'text', state: 'completed', step: 0, text: event.input.text, signature: null, tool: null, error: null },
+          { id: childId(event.turnId, 'input'), kind: 'text', state: 'completed', step: 0, text: event.input.text, signature: null, tool: null, task: null, error: null },
         ],
       },
       { id: childId(event.turnId, 'assistant'), role: 'assistant', parts: [] },
@@ -92,6 +93,7 @@ function newPart(event: Extract<DomainEvent, { type: 'part.started' }>): PartVie
     text: '',
     signature: null,
     tool: event.kind === 'tool' ? { callId: event.toolCallId, name: event.toolName, inputText: '', input: null, output: null, outcome: null } : null,
+    task: null,
     error: null,
   };
 }
@@ -198,7 +200,7 @@ function claimInputs(turn: TurnView, inputIds: readonly string[], step: number):
         parts: [
           ...user.parts,
           // Named by the input's place in the inbox (the log's order): its own id may be as long as an id can be.
-          ...claimed.map((item): PartView => ({ id: childId(turn.id, `steered-${turn.inbox.indexOf(item) + 1}`), kind: 'text', state: 'completed', step, text: item.text, signature: null, tool: null, error: null })),
+          ...claimed.map((item): PartView => ({ id: childId(turn.id, `steered-${turn.inbox.indexOf(item) + 1}`), kind: 'text', state: 'completed', step, text: item.text, signature: null, tool: null, task: null, error: null })),
         ],
       },
       assistant,
@@ -210,7 +212,7 @@ function claimInputs(turn: TurnView, inputIds: readonly string[], step: number):
 function applyContent(view: ThreadView, event: DomainEvent, at: number, seq: number): ThreadView {
   switch (event.type) {
     case 'thread.created':
-      return { ...view, title: event.title, workspace: event.workspace, owner: event.owner, environment: event.environment, permissions: event.permissions, createdAt: at };
+      return { ...view, title: event.title, workspace: event.workspace, owner: event.owner, environment: event.environment, permissions: event.permissions, parent: event.parent ?? null, createdAt: at };
     case 'thread.configured':
       return { ...view, permissions: { mode: event.mode ?? view.permissions.mode, rules: event.rules ?? view.permissions.rules }, compaction: event.compaction ?? view.compaction, agent: event.agent ?? view.agent ?? null };
     case 'permission.ruleAdded':
@@ -378,6 +380,28 @@ function applyContent(view: ThreadView, event: DomainEvent, at: number, seq: num
       return mapTurn(view, event.turnId, (turn) => mapApproval(turn, event.approvalId, (approval) => ({ ...approval, reason: event.reason })));
     case 'approval.consumed':
       return view;
+    // A child's progress reads as activities of the parent's call; its usage counts to the parent's turn (and thread).
+    case 'task.delegated': {
+      const task = { childThreadId: event.childThreadId, agent: event.agent, prompt: event.prompt, description: event.description, mode: event.mode, status: 'running' as const, answer: null, error: null, usage: null };
+      const activity = { seq, at, kind: 'task' as const, message: `${event.agent} started${event.description ? `: ${event.description}` : ''}`, data: { partId: event.partId, childThreadId: event.childThreadId, agent: event.agent } };
+      return mapTurn(view, event.turnId, (turn) => mapPart({ ...turn, activities: [...turn.activities, activity] }, event.partId, (part) => ({ ...part, task })));
+    }
+    case 'task.settled': {
+      const activity = {
+        seq,
+        at,
+        kind: 'task' as const,
+        message: `${event.childThreadId} ${event.status}${event.error ? `: ${event.error}` : ''}`,
+        data: { partId: event.partId, childThreadId: event.childThreadId, status: event.status, answer: event.answer, usage: event.usage },
+      };
+      const next = mapTurn(view, event.turnId, (turn) =>
+        mapPart({ ...turn, activities: [...turn.activities, activity], usage: event.usage ? addUsage(turn.usage, event.usage) : turn.usage }, event.partId, (part) => ({
+          ...part,
+          task: part.task && { ...part.task, status: event.status, answer: event.answer, error: event.error, usage: event.usage },
+        })),
+      );
+      return event.usage ? { ...next, usage: addUsage(next.usage, event.usage) } : next;
+    }
     case 'activity.recorded': {
       const activity = { seq, at, kind: event.kind, message: event.message, data: event.data };
       return event.turnId === null

@@ -1,4 +1,4 @@
-import { type AgentProfile, type Bus, type Logger, type ProviderAdapter, type ProviderChoice, type ReplicaStore, type ThreadStore, TurnloomError, silentLogger } from '../domain/index.ts';
+import { type AgentProfile, type Bus, type DelegationLimits, type Logger, type ProviderAdapter, type ProviderChoice, type ReplicaStore, type ThreadStore, TurnloomError, silentLogger } from '../domain/index.ts';
 import { logCommittedEvents } from './api/eventLog.ts';
 import { TurnTelemetry } from './api/turnTelemetry.ts';
 import { isAlive } from '../adapters/processIdentity.ts';
@@ -8,6 +8,7 @@ import { WorkerGateway, type WorkerGatewayOptions } from './dispatch/workerGatew
 import { Engine, type EngineOptions } from './engine/engine.ts';
 import { CrashRepair } from './runtime/crashRepair.ts';
 import { Deadlines } from './runtime/deadlines.ts';
+import { Delegation } from './runtime/delegation.ts';
 import { Worker, type WorkerOptions } from './worker/worker.ts';
 import type { ClusterNode } from './cluster/clusterNode.ts';
 
@@ -37,6 +38,8 @@ export interface TurnloomServerOptions {
   interruptDeadlineMs?: number;
   /** An approval nobody answers expires after this long (default: never). */
   approvalTimeoutMs?: number | null;
+  /** How deep a tree of child agents may grow, and how many children one turn may start (default 2 and 8). */
+  delegation?: DelegationLimits;
   /** Limits of `thread.watch` (how long a watch lives unrenewed, how many). */
   watches?: ThreadWatchesOptions;
   /** How much input may wait on a thread (`EngineOptions.queue`). */
@@ -123,6 +126,7 @@ export async function startTurnloomServer(options: TurnloomServerOptions): Promi
   const owns = cluster ? { owns: cluster.owns } : {};
   const deadlines = new Deadlines(engine, { interruptMs: options.interruptDeadlineMs ?? 10_000, approvalMs: options.approvalTimeoutMs ?? null, log, ...owns });
   const repair = new CrashRepair(engine, { log, ...owns });
+  const delegation = new Delegation(engine, { log, ...owns, ...(options.delegation ? { limits: options.delegation } : {}) });
   let api: ApiServer;
   try {
     api = new ApiServer({
@@ -171,6 +175,7 @@ export async function startTurnloomServer(options: TurnloomServerOptions): Promi
   }
   await gateway.start();
   await deadlines.start();
+  delegation.start();
   // Publishers and the API are up: what repair writes reaches every client, and it does not hold the start.
   const repaired = repair.run();
   const providers = options.providers;
@@ -198,6 +203,7 @@ export async function startTurnloomServer(options: TurnloomServerOptions): Promi
       await repaired;
       await gateway.stop();
       deadlines.stop();
+      await delegation.stop();
       watches.stop();
       await cluster?.stop();
       await engine.close();

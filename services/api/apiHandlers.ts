@@ -1,9 +1,10 @@
-import { createHash, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { isInbox } from '../../bus/index.ts';
 import { type ListedThread, type ProviderChoice, TurnloomError, fitEvent, jsonBytes, summarizeChanges } from '../../domain/index.ts';
 import { runRevert } from './revertFlow.ts';
 import type { WorkerDirectory } from './workerDirectory.ts';
 import { startOutcome } from '../engine/turnQueue.ts';
+import { derivedId } from '../engine/commands.ts';
 import { patchOfFile } from './checkpointPatch.ts';
 import type { Engine, SubmitOptions } from '../engine/engine.ts';
 import { mayUse, readableThread, requireThread } from './access.ts';
@@ -46,8 +47,6 @@ interface Handler<M extends ApiMethod> {
   handle(context: ApiContext, params: ApiParams<M>): Promise<ApiResults[M]>;
 }
 
-/** Ids a client left out are derived from the command id, so a retry names the same thread or turn (and reaches the same engine of a cluster). */
-export const derivedId = (kind: string, commandId: string) => `${kind}_${createHash('sha256').update(commandId).digest('hex').slice(0, 24)}`;
 const commandIdOf = (params: { commandId?: string | undefined }) => params.commandId ?? randomUUID();
 /** Only a command id the client chose can come back in a retry, so only its rejection is kept. */
 const idOrigin = (params: { commandId?: string | undefined }): SubmitOptions => ({ clientCommandId: params.commandId !== undefined });
@@ -81,6 +80,24 @@ function visibleThreads(engine: Engine, principal: Principal, before: number | n
 
 /** The inbox prefix (first token) of a subject: which connection, and so which NATS user, it belongs to. */
 const inboxOwner = (subject: string) => subject.slice(0, subject.indexOf('.') + 1);
+
+/**
+ * A thread and its children (and theirs) that have an open turn, sorted:
+ * a child's approvals are asked on its parent's behalf, so whoever follows
+ * the parent answers them.
+ */
+async function withOpenChildren(engine: Engine, threadId: string, open: ReadonlySet<string>): Promise<string[]> {
+  const found = new Set<string>();
+  const visit = async (id: string): Promise<void> => {
+    if (found.has(id) || !engine.summary(id)) return;
+    if (open.has(id)) found.add(id);
+    const view = await engine.getThread(id);
+    const turn = view.openTurnId ? view.turns[view.openTurnId] : undefined;
+    for (const part of turn?.messages[1].parts ?? []) if (part.task?.status === 'running') await visit(part.task.childThreadId);
+  };
+  await visit(threadId);
+  return [...found].sort();
+}
 
 export const apiHandlers: { [M in ApiMethod]: Handler<M> } = {
   'thread.create': {
@@ -248,20 +265,23 @@ export const apiHandlers: { [M in ApiMethod]: Handler<M> } = {
     handle: async ({ engine, principal, replyBudgetBytes }, params) => {
       if (params.threadId) requireThread(engine, principal, params.threadId);
       const after = params.cursor === undefined ? null : decodeCursor('approvals', params.cursor);
-      // Pending approvals only live in open turns, so only those threads are read, in thread order.
-      const threadIds = [...new Set(engine.listOpenTurns().map(({ threadId }) => threadId))]
-        .filter((threadId) => (params.threadId ? threadId === params.threadId : mayUse(principal, engine.summary(threadId)?.owner ?? null)))
-        .sort();
+      // Pending approvals only live in open turns, so only those threads are read, in thread order; a thread's own list holds its children's too.
+      const open = new Set(engine.listOpenTurns().map(({ threadId }) => threadId));
+      const threadIds = params.threadId
+        ? await withOpenChildren(engine, params.threadId, open)
+        : [...open].filter((threadId) => mayUse(principal, engine.summary(threadId)?.owner ?? null)).sort();
       const items: Array<PendingApproval & { key: string }> = [];
       for (const threadId of threadIds) {
         const thread = await engine.getThread(threadId);
+        const marked = thread.parent && threadId !== params.threadId ? { parentThreadId: thread.parent.threadId } : {};
         for (const turnId of thread.turnIds) {
           for (const approval of thread.turns[turnId]!.approvals) {
             const key = `${threadId}/${approval.id}`;
-            if (approval.state === 'pending' && (after === null || key > after)) items.push({ ...approval, threadId, turnId, key });
+            if (approval.state === 'pending' && (after === null || key > after)) items.push({ ...approval, threadId, turnId, ...marked, key });
           }
         }
       }
+      items.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
       const { page, more } = takePage(items, params.limit, replyBudgetBytes);
       return { approvals: page.map(({ key: _key, ...approval }) => approval), nextCursor: more ? encodeCursor('approvals', page.at(-1)!.key) : null };
     },

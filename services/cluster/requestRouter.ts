@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import { type ContentType, type Subjects, contentTypeOf, decode, encode, isInbox } from '../../bus/index.ts';
 import { type Bus, BusError, type BusMessage, type BusSubscription, type Logger, TurnloomError } from '../../domain/index.ts';
-import { derivedId } from '../api/apiHandlers.ts';
+import { derivedId } from '../engine/commands.ts';
 import { type ApiMethod, apiParams, isApiMethod } from '../../protocol/apiSchemas.ts';
 
 /** What the router needs to know of the cluster: who owns a thread, who is alive, and how to take a thread. */

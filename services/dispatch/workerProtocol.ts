@@ -124,6 +124,7 @@ export type WorkerEvent = Extract<
       | 'part.failed'
       | 'part.interrupted'
       | 'approval.requested'
+      | 'task.delegated'
       | 'approval.consumed'
       | 'approval.undelivered'
       | 'checkpoint.captured'
@@ -190,6 +191,16 @@ export const workerEventSchema: z.ZodType<WorkerEvent> = z.union([
     kind: z.enum(['read', 'edit', 'command']),
     subject: text,
     preview: approvalPreview.nullable().optional(),
+  }),
+  event('task.delegated', {
+    turnId,
+    partId,
+    toolCallId: foreignId,
+    childThreadId: id,
+    agent: z.string().min(1).max(64),
+    prompt: z.string().min(1).max(100_000),
+    description: z.string().max(200).nullable(),
+    mode: z.enum(['ask', 'auto-edits', 'full', 'read-only']),
   }),
   event('approval.consumed', { turnId, approvalId: id }),
   event('approval.undelivered', { turnId, approvalId: id, reason: text }),

@@ -1,4 +1,4 @@
-import type { CapturedTree, CompactionSetting, DomainEvent, FileChanges, InterruptCause, PermissionMode, PermissionRule, Permissions, ProviderChoice, Refusal, SideTaskReport, WorkerProcess } from '../../domain/index.ts';
+import type { CapturedTree, CompactionSetting, DomainEvent, FileChanges, InterruptCause, PermissionMode, PermissionRule, Permissions, ProviderChoice, Refusal, SideTaskReport, TaskStatus, ThreadParent, Usage, WorkerProcess } from '../../domain/index.ts';
 
 export type { Refusal };
 
@@ -9,6 +9,7 @@ export type WhileRunning = 'queue' | 'steer' | 'interrupt';
 export type TurnOutcome = { kind: 'interrupted'; cause: InterruptCause; reason: string } | { kind: 'failed'; error: string };
 
 export type { CommandResult } from '../../protocol/apiResults.ts';
+import { createHash } from 'node:crypto';
 import { SYSTEM_COMMAND_PREFIX } from '../../protocol/apiSchemas.ts';
 
 /**
@@ -33,6 +34,8 @@ export type ClientCommand =
       compaction?: CompactionSetting;
       /** The agent its turns run as when they name none (default `build`). */
       agent?: string;
+      /** A child agent's thread: the call it answers (the engine's own, for a `task.delegated`; never a client's). */
+      parent?: ThreadParent;
     }
   | { type: 'thread.configure'; commandId: string; threadId: string; mode: PermissionMode | null; rules: PermissionRule[] | null; compaction?: CompactionSetting | null; agent?: string | null }
   | { type: 'thread.rename'; commandId: string; threadId: string; title: string }
@@ -96,6 +99,19 @@ export type SystemCommand =
       /** As for `turn.record`: a worker settles only a turn it holds. */
       lease?: LeaseProof;
       outcome: Exclude<TurnOutcome, { cause: 'repair' | 'workerLost' }>;
+    }
+  | {
+      /** A child's turn settled, or it could not be made: its parent's call gets the outcome (recorded once, while that call is open). */
+      type: 'task.settle';
+      commandId: string;
+      threadId: string;
+      turnId: string;
+      partId: string;
+      childThreadId: string;
+      status: TaskStatus;
+      answer: string | null;
+      error: string | null;
+      usage: Usage | null;
     }
   | {
       /** A worker claims a turn nobody holds: it gets a lease, whose token fences everything it writes. */
@@ -205,3 +221,10 @@ export const isSystemCommand = (command: Command): command is SystemCommand => s
 export const systemCommandId = (...parts: Array<string | number>): string => `${SYSTEM_COMMAND_PREFIX}${parts.join(':')}`;
 export type CommandType = Command['type'];
 
+
+/**
+ * An id made from what names it (a command id, a parent and its call), so
+ * a retry names the same thread or turn (and reaches the same engine of a
+ * cluster); ids a client left out are made so.
+ */
+export const derivedId = (kind: string, from: string) => `${kind}_${createHash('sha256').update(from).digest('hex').slice(0, 24)}`;

@@ -34,8 +34,8 @@ function requireOpenTurn(draft: ThreadDraft, turnId: string, event: string): voi
   if (draft.view.openTurnId !== turnId) throw new IllegalTransition('turn', draft.view.turns[turnId]?.state ?? 'absent', event, turnId);
 }
 
-/** Lease events are the engine's to write: a worker never records its own. */
-const engineOnly = new Set<DomainEvent['type']>(['turn.leased', 'turn.leaseLost']);
+/** Lease events and a child's outcome are the engine's to write: a worker never records its own. */
+const engineOnly = new Set<DomainEvent['type']>(['turn.leased', 'turn.leaseLost', 'task.settled']);
 
 /**
  * What a worker may write: the events of its own turn, what it learns of the
@@ -165,6 +165,7 @@ function decideCommand(command: Command, draft: ThreadDraft): Refusal[] {
         owner: command.owner,
         environment: command.environment ?? DEFAULT_ENVIRONMENT,
         permissions: command.permissions ?? defaultPermissions(),
+        ...(command.parent ? { parent: command.parent } : {}),
       });
       if (command.compaction === 'off' || command.agent) {
         draft.emit({ type: 'thread.configured', mode: null, rules: null, ...(command.compaction === 'off' ? { compaction: 'off' } : {}), ...(command.agent ? { agent: command.agent } : {}) });
@@ -274,5 +275,13 @@ function decideCommand(command: Command, draft: ThreadDraft): Refusal[] {
     case 'sideWork.record':
       recordSideWork(draft, command);
       return [];
+    case 'task.settle': {
+      // Only while the call waits for it: a parent that settled meanwhile closed the call with a result of its own.
+      const part = draft.view.openTurnId === command.turnId ? draft.view.turns[command.turnId]!.messages[1].parts.find((candidate) => candidate.id === command.partId) : undefined;
+      if (part?.state !== 'running.tool.executing' || part.task?.childThreadId !== command.childThreadId || part.task.status !== 'running') return [];
+      const { turnId, partId, childThreadId, status, answer, error, usage } = command;
+      draft.emit({ type: 'task.settled', turnId, partId, childThreadId, status, answer, error, usage });
+      return [];
+    }
   }
 }

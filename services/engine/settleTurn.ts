@@ -1,4 +1,4 @@
-import { type InterruptCause, type ToolOutcome, type TurnView, isOpenPart } from '../../domain/index.ts';
+import { type InterruptCause, type PartView, type ToolOutcome, type TurnView, isOpenPart } from '../../domain/index.ts';
 import type { ThreadDraft } from './threadDraft.ts';
 import type { TurnOutcome } from './commands.ts';
 export type { TurnOutcome } from './commands.ts';
@@ -56,6 +56,14 @@ export function closeOpenStep(draft: ThreadDraft, turnId: string, reason: string
 
 /** Tool calls of a complete answer that have not started: they can be run by whoever holds the turn next. */
 const notStartedCallStates = new Set(['running.tool.inputReady', 'running.tool.awaitingApproval']);
+
+/**
+ * A call handed to a child agent: its outcome is not lost with the worker
+ * that waited for it, since the child runs on, and its result comes to the
+ * parent's log. Whoever holds the turn next waits for it; it is never run again.
+ */
+const waitsOnChild = (part: PartView): boolean => part.state === 'running.tool.executing' && part.task?.status === 'running';
+const canTakeUp = (part: PartView): boolean => notStartedCallStates.has(part.state) || waitsOnChild(part);
 const toolPhaseStates = new Set(['running.responded', 'running.runningTools', 'running.awaitingApproval']);
 
 /**
@@ -68,7 +76,7 @@ const toolPhaseStates = new Set(['running.responded', 'running.runningTools', 'r
 export function isResumableStep(turn: Pick<TurnView, 'state' | 'messages'>): boolean {
   if (!toolPhaseStates.has(turn.state)) return false;
   const open = turn.messages[1].parts.filter(isOpenPart);
-  return open.every((part) => part.tool !== null && (notStartedCallStates.has(part.state) || part.state === 'running.tool.executing')) && open.some((part) => notStartedCallStates.has(part.state));
+  return open.every((part) => part.tool !== null && (notStartedCallStates.has(part.state) || part.state === 'running.tool.executing')) && open.some(canTakeUp);
 }
 
 /** Where a worker can take a turn up: before it starts, between steps, or in a step it can resume. */
@@ -82,11 +90,11 @@ export const isHandOverState = (turn: Pick<TurnView, 'state' | 'messages'>): boo
  */
 export function holdOpenStep(draft: ThreadDraft, turnId: string, reason: string): { unknownOutcome: string[]; waiting: string[] } {
   const parts = draft.view.turns[turnId]!.messages[1].parts;
-  const unknownOutcome = parts.filter((part) => part.tool && part.state === 'running.tool.executing');
+  const unknownOutcome = parts.filter((part) => part.tool && part.state === 'running.tool.executing' && !waitsOnChild(part));
   for (const part of unknownOutcome) {
     draft.emit({ type: 'part.interrupted', turnId, partId: part.id, reason, tool: { toolCallId: part.tool!.callId, outcome: 'unknown', result: toolResultText.unknown } });
   }
-  return { unknownOutcome: unknownOutcome.map((part) => part.id), waiting: parts.filter((part) => notStartedCallStates.has(part.state)).map((part) => part.id) };
+  return { unknownOutcome: unknownOutcome.map((part) => part.id), waiting: parts.filter(canTakeUp).map((part) => part.id) };
 }
 
 const settleNotes: Record<Exclude<InterruptCause, 'provider'>, { kind: 'repair' | 'info'; message: (reason: string) => string }> = {

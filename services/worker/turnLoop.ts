@@ -11,13 +11,13 @@ import {
   type ProviderErrorInfo,
   type ProviderRequest,
   type RequestContext,
-  type ThreadView,
   type ToolCall,
   type ToolExecutor,
   type ToolKind,
   type TurnView,
   TurnloomError,
   type WorkspaceCheckpoints,
+  TASK_TOOL,
   agentOffers,
   decidePermission,
   errorFields,
@@ -43,8 +43,10 @@ import { StepIngestion } from '../runtime/stepIngestion.ts';
 import type { Outbox } from './outbox.ts';
 import { diffToRecord } from './recordedChanges.ts';
 import { reachWritten } from './reachWritten.ts';
+import { whenFold } from './foldWait.ts';
 import { prepareRequest, retryAfterError, turnStopping } from './stepHooks.ts';
 import { turnTools } from './turnTools.ts';
+import { withTaskTool } from './taskTool.ts';
 import type { StopReason, TurnWork } from './turnWork.ts';
 export type { CheckpointSetting, StopReason, TurnLoopOptions, TurnWork } from './turnWork.ts';
 
@@ -90,7 +92,7 @@ async function runTurnToEnd(work: TurnWork): Promise<void> {
     const adapter = work.adapter;
     if (!adapter) throw new TurnloomError('unavailable', `no provider "${turn().provider.name}" is configured on this worker`);
     if (turn().state === 'requested') await open(work, adapter);
-    const tools = turnTools(adapter.tools, work.tools);
+    const tools = withTaskTool(work, turnTools(adapter.tools, work.tools));
     let attempt = 1;
     let hookRetries = 0;
     if (isResumableStep(turn())) await resumeStep(work, tools);
@@ -148,10 +150,7 @@ async function runTurnToEnd(work: TurnWork): Promise<void> {
         return;
       }
       outbox.push([{ type: 'tools.started', turnId, step, toolCallIds: answer.toolCalls.map((call) => call.callId) }]);
-      for (const call of answer.toolCalls) {
-        await runTool(work, call, tools);
-        if (signal.aborted) throw signal.reason;
-      }
+      await runCalls(work, answer.toolCalls, tools);
       await outbox.record([closeStep(turnId, answer, 'toolCalls')]);
       if (++answered >= options.maxSteps) throw stepLimit(options.maxSteps);
     }
@@ -282,14 +281,28 @@ async function resumeStep(work: TurnWork, tools: ToolExecutor): Promise<void> {
     .messages[1].parts.filter((part) => part.step === step && part.tool !== null)
     .map((part): ToolCall => ({ callId: part.tool!.callId, name: part.tool!.name, input: part.tool!.input }));
   if (turn().state === 'running.responded') await outbox.record([{ type: 'tools.started', turnId, step, toolCallIds: calls.map((call) => call.callId) }]);
-  for (const call of calls) {
-    await runTool(work, call, tools);
-    if (work.signal.aborted) throw work.signal.reason;
-  }
+  await runCalls(work, calls, tools);
   const recorded = turn().steps.find((candidate) => candidate.step === step);
   await outbox.record([
     closeStep(turnId, { step, usage: recorded?.usage ?? null, stopReason: null, rawReason: recorded?.finishReason ?? null, toolCalls: calls }, 'toolCalls'),
   ]);
+}
+
+/**
+ * A step's calls, in order; calls handed to child agents next to each other
+ * run at the same time (each child is a turn of its own, on any worker), and
+ * the call after them waits for all of them.
+ */
+async function runCalls(work: TurnWork, calls: readonly ToolCall[], tools: ToolExecutor): Promise<void> {
+  for (let at = 0; at < calls.length; ) {
+    let end = at + 1;
+    if (calls[at]!.name === TASK_TOOL) while (end < calls.length && calls[end]!.name === TASK_TOOL) end += 1;
+    const ran = await Promise.allSettled(calls.slice(at, end).map((call) => runTool(work, call, tools)));
+    const failed = ran.find((outcome) => outcome.status === 'rejected');
+    if (failed) throw failed.reason;
+    if (work.signal.aborted) throw work.signal.reason;
+    at = end;
+  }
 }
 
 /** The part of the open turn that holds this tool call, as the fold has it now. */
@@ -297,13 +310,15 @@ const partOf = (work: TurnWork, call: ToolCall): PartView | undefined =>
   work.fold.context.view!.turns[work.turnId]!.messages[1].parts.find((candidate) => candidate.tool?.callId === call.callId);
 
 async function runTool(work: TurnWork, call: ToolCall, tools: ToolExecutor): Promise<void> {
-  const { turnId, signal, options } = work;
+  const { turnId } = work;
   await reachWritten(work);
   const part = partOf(work, call);
   const approvalId = part && approvalIdFor(part.id);
   const asked = part && work.fold.context.view!.turns[turnId]!.approvals.find((approval) => approval.id === approvalId);
   // Denied while nobody held the turn (a resumed step): the part is closed, and acting on the refusal is consuming it.
   if (asked?.state === 'denied') await work.outbox.record([{ type: 'approval.consumed', turnId, approvalId: asked.id }]);
+  // Handed to a child before its worker was lost: its outcome comes from the child, so it is waited for, never run again.
+  if (part?.state === 'running.tool.executing' && part.task) return finishTool(work, call, tools, part.id, 'read');
   // Refused earlier (its diagnostic says why), or already run; a call asked about before a lost worker resumes here.
   if (!part || !(part.state === 'running.tool.inputReady' || part.state === 'running.tool.awaitingApproval')) return;
   const partId = part.id;
@@ -348,6 +363,13 @@ async function runTool(work: TurnWork, call: ToolCall, tools: ToolExecutor): Pro
   // The machines refuse a start after an interrupt; only a tool recorded as running may run.
   await reachWritten(work);
   if (partOf(work, call)?.state !== 'running.tool.executing') return;
+  await finishTool(work, call, tools, partId, kind);
+}
+
+/** Runs a call recorded as executing, and records how it ended. */
+async function finishTool(work: TurnWork, call: ToolCall, tools: ToolExecutor, partId: string, kind: ToolKind): Promise<void> {
+  const { turnId, signal, options } = work;
+  const part = partOf(work, call)!;
   const ran = work.tracing.tool(call, kind);
   const output = new LiveToolOutput((tail) => work.live({ turnId, step: part.step, partId, kind: 'toolOutput', text: tail }));
   const result = await untilAborted(tools.execute(call, signal, turnId, output.add), signal)
@@ -431,23 +453,7 @@ const refusal = (mode: PermissionMode, kind: ToolKind): string =>
 
 /** The decision on an approval, whichever client made it, as soon as the fold has it. */
 function decided(work: TurnWork, approvalId: string): Promise<Decision> {
-  const stateOf = (view: ThreadView | null) => view?.turns[work.turnId]?.approvals.find((approval) => approval.id === approvalId)?.state;
-  return new Promise<Decision>((resolve, reject) => {
-    const check = () => {
-      const decision = decisions[stateOf(work.fold.context.view) ?? ''];
-      if (decision) finish(() => resolve(decision));
-    };
-    const onAbort = () => finish(() => reject(work.signal.reason));
-    const subscription = work.fold.store.subscribe(check);
-    work.signal.addEventListener('abort', onAbort, { once: true });
-    function finish(outcome: () => void) {
-      subscription.unsubscribe();
-      work.signal.removeEventListener('abort', onAbort);
-      outcome();
-    }
-    if (work.signal.aborted) onAbort();
-    else check();
-  });
+  return whenFold(work, (view) => decisions[view?.turns[work.turnId]?.approvals.find((approval) => approval.id === approvalId)?.state ?? '']);
 }
 
 /** Settles with the promise, or rejects as soon as the signal aborts: a tool or provider that ignores the signal cannot hold a turn. */
