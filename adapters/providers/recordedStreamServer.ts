@@ -90,14 +90,18 @@ async function readBody(request: IncomingMessage): Promise<unknown> {
 /**
  * A local HTTP server that plays recorded provider streams (or failures) to
  * the real SDK clients, so their own stream parsers run on real bytes.
+ * `plans` answer the requests in order (the last one repeats), or one is
+ * chosen per request from its body, for a model answering several
+ * conversations at once (a parent and its sub-agents).
  */
-export async function serveRecordedStream(protocol: WireProtocol, plans: ResponsePlan[]): Promise<RecordedStreamServer> {
+export async function serveRecordedStream(protocol: WireProtocol, plans: ResponsePlan[] | ((body: unknown, index: number) => ResponsePlan)): Promise<RecordedStreamServer> {
   const requests: RecordedRequest[] = [];
   const sockets = new Set<import('node:net').Socket>();
   const server = createServer((request: IncomingMessage, response: ServerResponse) => {
     void (async () => {
-      requests.push({ method: request.method ?? 'GET', path: request.url ?? '/', body: await readBody(request) });
-      const plan = plans[Math.min(requests.length - 1, plans.length - 1)]!;
+      const body = await readBody(request);
+      requests.push({ method: request.method ?? 'GET', path: request.url ?? '/', body });
+      const plan = typeof plans === 'function' ? plans(body, requests.length - 1) : plans[Math.min(requests.length - 1, plans.length - 1)]!;
       if (plan.kind === 'status') {
         response.writeHead(plan.status, { 'content-type': 'application/json', ...plan.headers });
         response.end(JSON.stringify(plan.body));

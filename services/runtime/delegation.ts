@@ -29,6 +29,13 @@ const MAX_ANSWER_CHARS = 100_000;
 const settledTurn = (turn: TurnView) => turn.state === 'completed' || turn.state === 'failed' || turn.state === 'interrupted';
 const runningTasks = (turn: TurnView): PartView[] => turn.messages[1].parts.filter((part) => part.task?.status === 'running' && part.state === 'running.tool.executing');
 
+/** What a turn ended by saying: the completed text of its last step that has any (a step cut by a crash and streamed again counts once). */
+function finalAnswer(turn: TurnView): string {
+  const said = turn.messages[1].parts.filter((part) => part.kind === 'text' && part.state === 'completed' && part.text !== '');
+  const last = said.at(-1)?.step;
+  return said.filter((part) => part.step === last).map((part) => part.text).join('\n\n');
+}
+
 /** The turn a child thread runs for its parent's call: named after the child, so making it twice makes it once. */
 export const childTurnId = (childThreadId: string): string => derivedId('turn', `${childThreadId}/task`);
 
@@ -173,7 +180,7 @@ export class Delegation {
     const child = await this.engine.getThread(threadId);
     const turn = child.turns[turnId];
     if (!child.parent || turnId !== childTurnId(threadId) || !turn || !settledTurn(turn)) return;
-    const answer = turn.messages[1].parts.filter((part) => part.kind === 'text' && part.text !== '').map((part) => part.text).join('\n\n');
+    const answer = finalAnswer(turn);
     const status = turn.state as TaskStatus;
     const error = status === 'completed' ? null : (turn.error ?? turn.interrupt?.reason ?? `the sub-agent's turn ${status}`);
     const parent = await this.engine.getThread(child.parent.threadId);

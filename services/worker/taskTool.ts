@@ -27,7 +27,8 @@ export function withTaskTool(work: TurnWork, rest: ToolExecutor): ToolExecutor {
   const agents = () => Object.entries(work.agents).map(([name, profile]) => ({ name, description: profile.description }));
   const isTask = (call: ToolCall) => call.name === TASK_TOOL;
   return {
-    specs: () => [taskToolSpec(agents()), ...rest.specs().filter((spec) => spec.name !== TASK_TOOL)],
+    // Last, so the tools a model is used to keep their places (and a provider's prompt cache its prefix).
+    specs: () => [...rest.specs().filter((spec) => spec.name !== TASK_TOOL), taskToolSpec(agents())],
     // Delegating changes nothing by itself: the child asks for what it does under its own (never wider) permissions.
     classify: (call) => (isTask(call) ? { kind: 'read', subject: String((call.input as { agent?: unknown } | null)?.agent ?? '') } : rest.classify(call)),
     preview: async (call) => (isTask(call) ? null : ((await rest.preview?.(call)) ?? null)),

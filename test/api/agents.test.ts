@@ -48,7 +48,7 @@ describe('agents over the API', () => {
     await settled(client, threadId, nobody.turnId);
     expect((await client.call('thread.get', { threadId })).thread.turns[nobody.turnId]).toMatchObject({
       state: 'failed',
-      error: expect.stringContaining('no agent "nobody" on this worker; it knows build, plan, terse'),
+      error: expect.stringContaining('no agent "nobody" on this worker; it knows build, plan, explore, general, terse'),
     });
     await expect(client.call('turn.start', { threadId, input: { text: 'x' }, agent: '../etc' })).rejects.toMatchObject({ code: 'invalid_payload' });
   }, 60_000);

@@ -150,14 +150,21 @@ const usageChunk = (input: number, output: number) =>
  * A Chat Completions answer that calls one tool: the role, the call's id and
  * name, its arguments in two pieces, `finish_reason: "tool_calls"`, usage.
  */
-export function chatToolCall(callId: string, name: string, input: unknown): string[] {
-  const args = JSON.stringify(input);
-  const cut = Math.floor(args.length / 2);
+export const chatToolCall = (callId: string, name: string, input: unknown): string[] => chatToolCalls([{ callId, name, input }]);
+
+/** A Chat Completions answer that calls each of `calls` in turn (as a model asking for several at once does). */
+export function chatToolCalls(calls: ReadonlyArray<{ callId: string; name: string; input: unknown }>): string[] {
   return [
     chatChunk([{ index: 0, delta: { role: 'assistant', content: null }, logprobs: null, finish_reason: null }]),
-    chatChunk([{ index: 0, delta: { tool_calls: [{ index: 0, id: callId, type: 'function', function: { name, arguments: '' } }] }, logprobs: null, finish_reason: null }]),
-    chatChunk([{ index: 0, delta: { tool_calls: [{ index: 0, function: { arguments: args.slice(0, cut) } }] }, logprobs: null, finish_reason: null }]),
-    chatChunk([{ index: 0, delta: { tool_calls: [{ index: 0, function: { arguments: args.slice(cut) } }] }, logprobs: null, finish_reason: null }]),
+    ...calls.flatMap(({ callId, name, input }, index) => {
+      const args = JSON.stringify(input);
+      const cut = Math.floor(args.length / 2);
+      return [
+        chatChunk([{ index: 0, delta: { tool_calls: [{ index, id: callId, type: 'function', function: { name, arguments: '' } }] }, logprobs: null, finish_reason: null }]),
+        chatChunk([{ index: 0, delta: { tool_calls: [{ index, function: { arguments: args.slice(0, cut) } }] }, logprobs: null, finish_reason: null }]),
+        chatChunk([{ index: 0, delta: { tool_calls: [{ index, function: { arguments: args.slice(cut) } }] }, logprobs: null, finish_reason: null }]),
+      ];
+    }),
     chatChunk([{ index: 0, delta: {}, logprobs: null, finish_reason: 'tool_calls' }]),
     usageChunk(120, 30),
   ];

@@ -48,7 +48,11 @@ describe('the request is derived from the log, and checked against it before it 
       { role: 'system', content: expect.any(String) },
       { role: 'user', content: 'Weather in San Francisco?' },
     ]);
-    expect(first!.tools).toEqual([{ type: 'function', function: { name: 'weather', description: 'Current weather for a place', parameters: expect.any(Object) } }]);
+    // The worker's tools, then the one every build turn has: delegation to a sub-agent.
+    expect(first!.tools).toEqual([
+      { type: 'function', function: { name: 'weather', description: 'Current weather for a place', parameters: expect.any(Object) } },
+      { type: 'function', function: { name: 'task', description: expect.stringMatching(/^Hand a self-contained piece of work to a sub-agent/), parameters: expect.any(Object) } },
+    ]);
     expect(second!.messages.slice(1)).toEqual([
       { role: 'user', content: 'Weather in San Francisco?' },
       { role: 'assistant', content: null, tool_calls: [{ id: 'call_00_ioIn7yN9p1ZOMNpDLwd4MgAF', type: 'function', function: { name: 'weather', arguments: '{"location":"San Francisco"}' } }] },
