@@ -1,5 +1,6 @@
 import { InProcessHub } from '../../bus/index.ts';
 import { TurnloomClient } from '../../client/index.ts';
+import type { PendingApproval } from '../../protocol/index.ts';
 import type { CheckpointDiff, FileChange, FileChanges, PermissionMode, PermissionRule, ProviderAdapter, ProviderChoice, ThreadView, TurnView, Usage } from '../../domain/index.ts';
 import { TurnloomError } from '../../domain/index.ts';
 import type { LmdbStore } from '../../adapters/lmdbStore.ts';
@@ -185,24 +186,24 @@ export async function runEmbedded(request: RunRequest): Promise<RunReport> {
       say('  (type to steer this turn as it runs; start a line with /queue to run it after)');
     }
     try {
-      const answerOne = async (approval: TurnView['approvals'][number]) => {
+      const answerOne = async (approval: PendingApproval) => {
         // Once interrupted, the approvals are cancelled with the turn: nothing is left to answer or say.
         if (interrupts > 0) return;
         const answer = await answerApproval(request.policy, approval, readLines, (line) => {
           if (interrupts === 0) say(line);
         });
         if (interrupts > 0) return;
-        await client.call('approval.respond', { threadId, approvalId: approval.id, decision: answer.decision, note: answer.note });
+        await client.call('approval.respond', { threadId: approval.threadId, approvalId: approval.id, decision: answer.decision, note: answer.note });
       };
       /** Follows whatever runs before `target` (a turn left open by a stopped run), then `target` itself. */
       const followThrough = async (target: string) => {
         for (let open = openTurn(); open !== null && open !== target; open = openTurn()) {
           say(`turn ${open} of this thread, left open by a run that stopped, goes on first`);
-          await follow(watch, open, new TurnProgress(), view, answerOne);
+          await follow(client, watch, open, new TurnProgress(), view, answerOne);
           // Stopped while it ran: ours is stopped too rather than started.
           if (interrupts > 0 && openTurn() === target) stopOpenTurn();
         }
-        await follow(watch, target, new TurnProgress(), view, answerOne);
+        await follow(client, watch, target, new TurnProgress(), view, answerOne);
       };
       await followThrough(turnId);
       // Queued prompts run one after another once this turn settled, unless it was interrupted.
@@ -233,30 +234,63 @@ export async function runEmbedded(request: RunRequest): Promise<RunReport> {
   }
 }
 
-/** Shows the turn as its view changes and answers its approvals one by one, until it settles. */
+/** How often the approvals of a turn's sub-agents are looked for while one runs. */
+const CHILD_APPROVALS_MS = 250;
+
+/**
+ * Shows the turn as its view changes and answers its approvals one by one,
+ * until it settles; while a sub-agent runs, its approvals (listed with the
+ * thread's) are answered here too, so a child never waits for a person who
+ * cannot see it.
+ */
 function follow(
+  client: TurnloomClient,
   watch: Awaited<ReturnType<TurnloomClient['watchThread']>>,
   turnId: string,
   progress: TurnProgress,
   view: TerminalView | null,
-  answer: (approval: TurnView['approvals'][number]) => Promise<void>,
+  answer: (approval: PendingApproval) => Promise<void>,
 ): Promise<void> {
   return new Promise<void>((resolve, reject) => {
     let answering = Promise.resolve();
+    const asked = new Set<string>();
+    const ask = (approval: PendingApproval) => {
+      view?.show({ kind: 'approval', approval });
+      answering = answering.then(() => answer(approval)).catch(fail);
+    };
     const check = () => {
       const turn = watch.context.view?.turns[turnId];
       if (!turn) return;
       for (const item of progress.next(turn)) {
-        view?.show(item);
-        if (item.kind === 'approval') answering = answering.then(() => answer(item.approval)).catch(reject);
+        if (item.kind === 'approval') ask({ ...item.approval, threadId: watch.threadId, turnId });
+        else view?.show(item);
       }
-      if (settledStates.includes(turn.state)) {
-        subscription.unsubscribe();
-        resolve();
-      }
-      if (watch.context.status === 'failed') reject(new TurnloomError('unavailable', `lost the thread: ${watch.context.error}`));
+      if (settledStates.includes(turn.state)) finish(resolve);
+      if (watch.context.status === 'failed') fail(new TurnloomError('unavailable', `lost the thread: ${watch.context.error}`));
     };
+    const childApprovals = setInterval(() => {
+      const turn = watch.context.view?.turns[turnId];
+      if (!turn?.messages[1].parts.some((part) => part.task?.status === 'running')) return;
+      client
+        .call('approval.list', { threadId: watch.threadId })
+        .then(({ approvals }) => {
+          for (const approval of approvals) {
+            if (approval.parentThreadId === undefined || asked.has(approval.id)) continue;
+            asked.add(approval.id);
+            ask(approval);
+          }
+        })
+        .catch(fail);
+    }, CHILD_APPROVALS_MS);
     const subscription = watch.store.subscribe(check);
+    function finish(done: () => void) {
+      clearInterval(childApprovals);
+      subscription.unsubscribe();
+      done();
+    }
+    function fail(error: unknown) {
+      finish(() => reject(error));
+    }
     check();
   });
 }

@@ -21,7 +21,9 @@ const ended = (part: PartView) => ['completed', 'error', 'interrupted'].includes
 /** How a tool call reads on one line: its name and what it touches. */
 export function toolLabel(name: string, input: unknown): string {
   const fields = (input ?? {}) as Record<string, unknown>;
-  const subject = [fields.command, fields.path, fields.pattern].find((value) => typeof value === 'string') as string | undefined;
+  // A sub-agent's call reads as who does what: `task explore: find where sessions are made`.
+  const delegated = typeof fields.agent === 'string' ? [`${fields.agent}: ${String(fields.description ?? fields.prompt ?? '')}`] : [];
+  const subject = [fields.command, fields.path, fields.pattern, ...delegated].find((value) => typeof value === 'string') as string | undefined;
   const oneLine = subject === undefined ? undefined : visible(subject.replace(/\s+/g, ' '));
   return visible(oneLine ? `${name} ${oneLine.length > 80 ? `${oneLine.slice(0, 79)}…` : oneLine}` : name);
 }
