@@ -3,7 +3,7 @@ import { runChaos } from './chaos.ts';
 
 describe('a short chaos run (npm run chaos runs a longer one)', () => {
   it.each([
-    ['one engine and one nats-server', { turns: 6, seconds: 12, seed: 20261130 }],
+    ['one engine and one nats-server, every turn delegating to a sub-agent', { turns: 6, seconds: 12, seed: 20261130, delegate: true }],
     ['three engines of a cluster on a 3-node nats-server cluster', { turns: 6, seconds: 15, seed: 20261202, engines: 3, natsNodes: 3 }],
   ] as const)('%s: workers, engines and nats-servers killed, nothing lost, duplicated or stranded', async (_name, options) => {
     const report = await runChaos(options);

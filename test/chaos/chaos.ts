@@ -20,6 +20,8 @@ export interface ChaosOptions {
   engines?: number;
   /** nats-servers (more than one: a cluster of them, the log replicated on three). Default 1. */
   natsNodes?: number;
+  /** Every turn delegates to a sub-agent, which delegates again; the third level's call is refused by the depth limit. Default false. */
+  delegate?: boolean;
   /** Say what happens as it happens. */
   log?: (line: string) => void;
 }
@@ -32,6 +34,8 @@ export interface ChaosReport {
   natsNodes: number;
   kills: { worker: number; engine: number; nats: number };
   started: number;
+  /** Sub-agent turns the started ones made (their threads' turns are checked like the others). */
+  children: number;
   completed: number;
   failed: number;
   failures: Record<string, number>;
@@ -57,6 +61,11 @@ const SCRIPT = {
     [{ text: TEXT_A.repeat(3) }, { toolCall: { name: 'run_tests', input: { cmd: 'npm test' }, approval: true, result: 'all green', durationMs: 200 } }],
     [{ text: TEXT_B }],
   ],
+};
+/** The same, with a sub-agent asked for after the tests (the sub-agent plays this script too). */
+const DELEGATING_SCRIPT = {
+  ...SCRIPT,
+  steps: [[...SCRIPT.steps[0]!, { toolCall: { name: 'task', input: { agent: 'general', prompt: 'check the tests once more', description: 'second look' } } }], SCRIPT.steps[1]!],
 };
 const expectedTexts = new Set([TEXT_A.repeat(3), TEXT_B]);
 
@@ -110,7 +119,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
   const natsProcesses = 'nodes' in nats ? nats.nodes : [nats];
   const prefix = `chaos${options.seed}`;
   const scriptPath = join(dir.path, 'script.json');
-  writeFileSync(scriptPath, JSON.stringify(SCRIPT));
+  writeFileSync(scriptPath, JSON.stringify(options.delegate ? DELEGATING_SCRIPT : SCRIPT));
   const kills = { worker: 0, engine: 0, nats: 0 };
   const startEngine = (index: number) =>
     runCli(['serve', '--nats', natsUrl, '--no-worker', '--prefix', prefix, '--data', join(dir.path, `data${index}`), '--lease-timeout', '3', '--approval-timeout', '600', ...(clustered ? ['--cluster'] : [])]);
@@ -203,6 +212,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       natsNodes,
       kills,
       started: turns.length,
+      children: 0,
       completed: 0,
       failed: 0,
       failures: {},
@@ -213,18 +223,21 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       resumes: 0,
       longestWaitMs: 0,
     };
-    for (const [index, { threadId, turnId }] of turns.entries()) {
+    /** Counts how a turn ended and whether its log holds what it should, once; then the same for each sub-agent it delegated to. */
+    const check = async (threadId: string, turnId: string, child: boolean): Promise<ThreadView> => {
       const events = await wholeLog(client, threadId);
       if (events.some((event, position) => event.threadSeq !== position + 1)) report.lost += 1;
       const truth: ThreadView = rebuildView(threadId, events);
-      const turn = truth.turns[turnId]!;
-      if (turn.state === 'completed') report.completed += 1;
-      else if (turn.state === 'interrupted') report.interrupted += 1;
-      else if (turn.state === 'failed') {
-        report.failed += 1;
+      const turn = truth.turns[turnId];
+      if (child) report.children += 1;
+      if (turn?.state === 'completed') report.completed += child ? 0 : 1;
+      else if (turn?.state === 'interrupted') report.interrupted += child ? 0 : 1;
+      else if (turn?.state === 'failed') {
+        report.failed += child ? 0 : 1;
         const reason = (turn.error ?? 'unknown').replace(/\d+/g, 'N');
         report.failures[reason] = (report.failures[reason] ?? 0) + 1;
       } else report.stuck += 1;
+      if (!turn) return truth;
       report.resumes += Math.max(0, turn.leases - 1);
       // The log holds each finished text exactly once: a longer one was written twice, a shorter one lost a piece.
       for (const part of turn.messages[1].parts) {
@@ -233,6 +246,16 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
         if ([...expectedTexts].some((text) => part.text.length > text.length && part.text.includes(text))) report.duplicated += 1;
         else report.lost += 1;
       }
+      // A delegated call got one child, and its result is that child's answer, once.
+      for (const part of turn.messages[1].parts) {
+        if (!part.task) continue;
+        if (part.task.status === 'completed' && part.tool?.output?.split(TEXT_B).length !== 2) report.duplicated += 1;
+        if (part.task.status !== 'refused') await check(part.task.childThreadId, (await persist(() => client.call('thread.get', { threadId: part.task!.childThreadId }))).thread.turnIds[0] ?? '', true);
+      }
+      return truth;
+    };
+    for (const [index, { threadId, turnId }] of turns.entries()) {
+      const truth = await check(threadId, turnId, false);
       // Every client's view is the engine's log, folded.
       const watch = watches[index]!;
       await watch.reach(truth.seq).catch(() => undefined);

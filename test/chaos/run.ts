@@ -1,4 +1,4 @@
-// `npm run chaos [-- --turns N --seconds S --seed N --engines N --nats-nodes N --json]`: see chaos.ts.
+// `npm run chaos [-- --turns N --seconds S --seed N --engines N --nats-nodes N --no-delegate --json]`: see chaos.ts.
 import { parseArgs } from 'node:util';
 import { runChaos } from './chaos.ts';
 
@@ -9,6 +9,7 @@ const { values } = parseArgs({
     seed: { type: 'string', default: String(Date.now() % 100_000) },
     engines: { type: 'string', default: '1' },
     'nats-nodes': { type: 'string', default: '1' },
+    'no-delegate': { type: 'boolean', default: false },
     json: { type: 'boolean', default: false },
   },
 });
@@ -26,6 +27,7 @@ const options = {
   seed: number('seed', values.seed, 2 ** 31),
   engines: number('engines', values.engines, 9),
   natsNodes: number('nats-nodes', values['nats-nodes'], 5),
+  delegate: !values['no-delegate'],
 };
 const report = await runChaos({ ...options, ...(values.json ? {} : { log: (line: string) => console.log(`  ${line}`) }) });
 if (values.json) console.log(JSON.stringify(report, null, 2));
@@ -33,7 +35,7 @@ else {
   console.log(
     `chaos run (seed ${report.seed}): ${report.turns} turns, ${report.seconds} s, ${report.engines} engine${report.engines > 1 ? 's (a cluster)' : ''}, ${report.natsNodes} nats-server${report.natsNodes > 1 ? 's' : ''}; killed workers ${report.kills.worker}×, engines ${report.kills.engine}×, nats-servers ${report.kills.nats}×`,
   );
-  console.log(`started ${report.started}, completed ${report.completed}, failed ${report.failed}, interrupted ${report.interrupted}, resumed ${report.resumes}×`);
+  console.log(`started ${report.started} (and ${report.children} sub-agent turns), completed ${report.completed}, failed ${report.failed}, interrupted ${report.interrupted}, resumed ${report.resumes}×`);
   for (const [reason, count] of Object.entries(report.failures)) console.log(`  failed ${count}×: ${reason}`);
   console.log(`stuck ${report.stuck}, lost ${report.lost}, duplicated ${report.duplicated}; the longest an API request waited: ${report.longestWaitMs} ms`);
 }

@@ -109,7 +109,8 @@ describe('turnloom run against an OpenAI-compatible server', () => {
     expect(first.model).toBe('gpt-test');
     expect(first.messages.at(-1)).toEqual({ role: 'user', content: 'make hello.txt' });
     const tools = first.tools ?? [];
-    expect(tools.map((tool) => tool.function.name).sort()).toEqual([...workspaceTools].sort());
+    // The workspace's tools, and delegation to a sub-agent.
+    expect(tools.map((tool) => tool.function.name).sort()).toEqual([...workspaceTools, 'task'].sort());
     for (const tool of tools) {
       expect(tool.type).toBe('function');
       expect(tool.function.parameters).toMatchObject({ type: 'object' });

@@ -73,7 +73,7 @@ describe('run --agent', () => {
 
     const unknown = await run(['run', 'hi', '--cwd', repo.path, '--script', script, '--agent', 'nobody'], { cwd: repo.path, env });
     expect(unknown.code).toBe(2);
-    expect(unknown.stderr.trim()).toBe('turnloom: run: no agent "nobody"; the agents are build, plan, reviewer (define more under "agents" in the configuration: docs/agents.md)');
+    expect(unknown.stderr.trim()).toBe('turnloom: run: no agent "nobody"; the agents are build, plan, explore, general, reviewer (define more under "agents" in the configuration: docs/agents.md)');
 
     const reviewed = await run(['run', 'review', '--cwd', repo.path, '--script', script, '--agent', 'reviewer', '--approve', 'auto', '--json'], { cwd: repo.path, env });
     expect(reviewed.code, shown(reviewed)).toBe(0);
