@@ -126,7 +126,12 @@ export async function startTurnloomServer(options: TurnloomServerOptions): Promi
   const owns = cluster ? { owns: cluster.owns } : {};
   const deadlines = new Deadlines(engine, { interruptMs: options.interruptDeadlineMs ?? 10_000, approvalMs: options.approvalTimeoutMs ?? null, log, ...owns });
   const repair = new CrashRepair(engine, { log, ...owns });
-  const delegation = new Delegation(engine, { log, ...owns, ...(options.delegation ? { limits: options.delegation } : {}) });
+  const delegation = new Delegation(engine, {
+    log,
+    ...owns,
+    ...(cluster ? { take: (threadId: string) => cluster.take(threadId), reconcileEveryMs: 2_000 } : {}),
+    ...(options.delegation ? { limits: options.delegation } : {}),
+  });
   let api: ApiServer;
   try {
     api = new ApiServer({

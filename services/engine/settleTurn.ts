@@ -59,10 +59,11 @@ const notStartedCallStates = new Set(['running.tool.inputReady', 'running.tool.a
 
 /**
  * A call handed to a child agent: its outcome is not lost with the worker
- * that waited for it, since the child runs on, and its result comes to the
- * parent's log. Whoever holds the turn next waits for it; it is never run again.
+ * that waited for it, since the child runs on (or has settled already), and
+ * its result comes to the parent's log. Whoever holds the turn next records
+ * it, waiting for it first if need be; it is never run again.
  */
-const waitsOnChild = (part: PartView): boolean => part.state === 'running.tool.executing' && part.task?.status === 'running';
+const waitsOnChild = (part: PartView): boolean => part.state === 'running.tool.executing' && part.task !== null;
 const canTakeUp = (part: PartView): boolean => notStartedCallStates.has(part.state) || waitsOnChild(part);
 const toolPhaseStates = new Set(['running.responded', 'running.runningTools', 'running.awaitingApproval']);
 

@@ -20,6 +20,14 @@ export interface DelegationOptions {
   limits?: DelegationLimits;
   /** In a cluster: whether this engine owns the thread (only its owner acts for it). */
   owns?: (threadId: string) => boolean;
+  /**
+   * In a cluster: takes a thread this engine is to write (a new child, nobody
+   * owns yet); `false` when a live engine owns it, whose own reactor then
+   * catches up on it (see `reconcileEveryMs`).
+   */
+  take?: (threadId: string) => Promise<boolean>;
+  /** How often what lies between parents and children is reconciled besides on start (a cluster's engines see each other's threads late); default: only on start. */
+  reconcileEveryMs?: number;
   log?: Logger;
 }
 
@@ -55,6 +63,8 @@ export class Delegation {
   private readonly limits: DelegationLimits;
   private readonly log: Logger;
   private readonly inFlight = new Set<Promise<void>>();
+  private reconciler: NodeJS.Timeout | undefined;
+  private reconciling: Promise<void> | null = null;
 
   constructor(
     private readonly engine: Engine,
@@ -68,13 +78,15 @@ export class Delegation {
     this.unsubscribe = this.engine.onCommitted((events) => {
       for (const stored of events) this.react(stored);
     });
-    this.track(this.reconcile());
+    this.reconcileSoon();
+    if (this.options.reconcileEveryMs) this.reconciler = setInterval(() => this.reconcileSoon(), this.options.reconcileEveryMs);
     return this;
   }
 
   /** Stops reacting; what is under way finishes. */
   async stop(): Promise<void> {
     this.stopped = true;
+    clearInterval(this.reconciler);
     this.unsubscribe?.();
     await Promise.all([...this.inFlight]);
   }
@@ -112,6 +124,19 @@ export class Delegation {
     return this.options.owns?.(threadId) ?? true;
   }
 
+  private reconcileSoon(): void {
+    if (this.reconciling || this.stopped) return;
+    this.reconciling = this.reconcile().finally(() => (this.reconciling = null));
+    this.track(this.reconciling);
+  }
+
+  /** Submits a command on a thread this engine may write, taking it first in a cluster; `false`: another engine owns it, and acts for it. */
+  private async submitOn(command: Parameters<Engine['submit']>[0]): Promise<boolean> {
+    if (this.options.take && !this.owns(command.threadId) && !(await this.options.take(command.threadId))) return false;
+    await this.engine.submit(command);
+    return true;
+  }
+
   /**
    * Settles what a process that died left between parents and children:
    * a call whose child was never made, or settled unheard; a child still
@@ -126,7 +151,7 @@ export class Delegation {
       for (const part of runningTasks(turn)) await this.makeChild(threadId, turnId, part.id);
       if (view.parent) {
         const parentTurn = this.engine.readTurn(view.parent.threadId, view.parent.turnId);
-        if (!parentTurn || settledTurn(parentTurn)) await this.interrupt(threadId, turnId, 'the turn that delegated it ended while nobody was watching');
+        if (!parentTurn || settledTurn(parentTurn) || parentTurn.state.startsWith('interrupting')) await this.interrupt(threadId, turnId, 'the turn that delegated it ended');
       }
     }
   }
@@ -144,7 +169,7 @@ export class Delegation {
       const siblings = turn.messages[1].parts.filter((candidate) => candidate.task !== null && candidate.id !== partId).length;
       const refusal = delegationRefusal(parent.parent, siblings, this.limits);
       if (refusal) return settle('refused', refusal);
-      await this.engine.submit({
+      const made = await this.submitOn({
         type: 'thread.create',
         commandId: systemCommandId('child', task.childThreadId),
         threadId: task.childThreadId,
@@ -156,11 +181,12 @@ export class Delegation {
         agent: task.agent,
         parent: { threadId, turnId, partId, toolCallId: part.tool.callId, depth: (parent.parent?.depth ?? 0) + 1 },
       });
+      if (!made) return;
     }
     const child = await this.engine.getThread(task.childThreadId);
     const childTurn = childTurnId(task.childThreadId);
     if (!child.turns[childTurn]) {
-      await this.engine.submit({
+      await this.submitOn({
         type: 'turn.start',
         commandId: systemCommandId('childTurn', task.childThreadId),
         threadId: task.childThreadId,
@@ -190,7 +216,7 @@ export class Delegation {
   }
 
   private async settle(threadId: string, turnId: string, part: PartView, outcome: { status: TaskStatus; answer: string | null; error: string | null; usage: TurnView['usage'] | null }): Promise<void> {
-    await this.engine.submit({
+    await this.submitOn({
       type: 'task.settle',
       commandId: systemCommandId('taskSettled', threadId, part.id),
       threadId,
@@ -215,7 +241,7 @@ export class Delegation {
     if (open !== turnId) return;
     const turn = this.engine.readTurn(threadId, turnId);
     if (!turn || turn.state.startsWith('interrupting')) return;
-    await this.engine.submit({ type: 'turn.interrupt', commandId: systemCommandId('stopChild', threadId, turnId), threadId, turnId, reason }).catch((error: unknown) => {
+    await this.submitOn({ type: 'turn.interrupt', commandId: systemCommandId('stopChild', threadId, turnId), threadId, turnId, reason }).catch((error: unknown) => {
       // Settled meanwhile: nothing is left to stop.
       if (!(error instanceof TurnloomError) || error.code !== 'illegal_transition') throw error;
     });

@@ -243,14 +243,28 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       for (const part of turn.messages[1].parts) {
         if (part.kind !== 'text' || part.state !== 'completed') continue;
         if (expectedTexts.has(part.text)) continue;
-        if ([...expectedTexts].some((text) => part.text.length > text.length && part.text.includes(text))) report.duplicated += 1;
+        const twice = [...expectedTexts].some((text) => part.text.length > text.length && part.text.includes(text));
+        if (twice) report.duplicated += 1;
         else report.lost += 1;
+        log(`thread ${threadId}: part ${part.id} ${twice ? 'holds a text twice' : 'lost a piece of its text'}: ${JSON.stringify(part.text.slice(0, 80))}`);
       }
       // A delegated call got one child, and its result is that child's answer, once.
       for (const part of turn.messages[1].parts) {
         if (!part.task) continue;
-        if (part.task.status === 'completed' && part.tool?.output?.split(TEXT_B).length !== 2) report.duplicated += 1;
-        if (part.task.status !== 'refused') await check(part.task.childThreadId, (await persist(() => client.call('thread.get', { threadId: part.task!.childThreadId }))).thread.turnIds[0] ?? '', true);
+        const answers = part.tool?.output?.split(TEXT_B).length ?? 0;
+        if (part.task.status === 'completed' && answers !== 2) {
+          if (answers > 2) report.duplicated += 1;
+          else report.lost += 1;
+          log(`thread ${threadId}: call ${part.id} got ${JSON.stringify(part.tool?.output?.slice(0, 120))} from its sub-agent`);
+        }
+        if (part.task.status === 'refused') continue;
+        const child = await persist(() => client.call('thread.get', { threadId: part.task!.childThreadId })).catch(() => null);
+        if (child) await check(child.thread.id, child.thread.turnIds[0] ?? '', true);
+        else {
+          // A delegated call whose child was never made waits for ever.
+          report.stuck += 1;
+          log(`thread ${threadId}: call ${part.id} delegated to ${part.task.childThreadId}, which does not exist`);
+        }
       }
       return truth;
     };
