@@ -1,4 +1,4 @@
-import type { CapturedTree, CompactionSetting, DomainEvent, FileChanges, InterruptCause, PermissionMode, PermissionRule, Permissions, ProviderChoice, Refusal, SideTaskReport, TaskStatus, ThreadParent, Usage, WorkerProcess } from '../../domain/index.ts';
+import type { CapturedTree, CompactionSetting, DomainEvent, DomainEventOf, FileChanges, InterruptCause, PermissionMode, PermissionRule, Permissions, ProviderChoice, Refusal, SideTaskReport, ThreadParent, WorkerProcess } from '../../domain/index.ts';
 
 export type { Refusal };
 
@@ -100,19 +100,8 @@ export type SystemCommand =
       lease?: LeaseProof;
       outcome: Exclude<TurnOutcome, { cause: 'repair' | 'workerLost' }>;
     }
-  | {
-      /** A child's turn settled, or it could not be made: its parent's call gets the outcome (recorded once, while that call is open). */
-      type: 'task.settle';
-      commandId: string;
-      threadId: string;
-      turnId: string;
-      partId: string;
-      childThreadId: string;
-      status: TaskStatus;
-      answer: string | null;
-      error: string | null;
-      usage: Usage | null;
-    }
+  /** A child's turn settled, or it could not be made: its parent's call gets the outcome (recorded once, while that call is open). */
+  | ({ type: 'task.settle'; commandId: string; threadId: string } & Omit<DomainEventOf<'task.settled'>, 'type'>)
   | {
       /** A worker claims a turn nobody holds: it gets a lease, whose token fences everything it writes. */
       type: 'turn.lease';
@@ -228,3 +217,9 @@ export type CommandType = Command['type'];
  * cluster); ids a client left out are made so.
  */
 export const derivedId = (kind: string, from: string) => `${kind}_${createHash('sha256').update(from).digest('hex').slice(0, 24)}`;
+
+/** The child thread of a delegated call: named after the parent thread and the call, so a call taken up again finds the child it has. */
+export const childThreadIdOf = (threadId: string, toolCallId: string): string => derivedId('thr', `${threadId}/${toolCallId}`);
+
+/** The turn a child thread runs for its parent's call: named after the child, so making it twice makes it once. */
+export const childTurnIdOf = (childThreadId: string): string => derivedId('turn', `${childThreadId}/task`);

@@ -2,7 +2,7 @@ import { idPattern } from '../../bus/subjects.ts';
 import { DEFAULT_ENVIRONMENT, type DomainEvent, IllegalTransition, type RequestHeader, TurnloomError, defaultPermissions } from '../../domain/index.ts';
 import { deriveMessages, headerDigest, messagesDigest, requestDigest } from '../runtime/deriveRequest.ts';
 import { createHash } from 'node:crypto';
-import type { Command, LeaseProof, Refusal } from './commands.ts';
+import { type Command, type LeaseProof, type Refusal, childThreadIdOf } from './commands.ts';
 import { recordSideWork } from './recordSideWork.ts';
 import { revertScope } from './revertScope.ts';
 import { closeOpenStep, holdOpenStep, isHandOverState, isResumableStep, settleOpenTurn } from './settleTurn.ts';
@@ -234,6 +234,9 @@ function decideCommand(command: Command, draft: ThreadDraft): Refusal[] {
       // Clients answer approvals by id, so an approval must have one they can send.
       const unanswerable = command.events.find((event) => event.type === 'approval.requested' && !idPattern.test(event.approvalId));
       if (unanswerable) throw new TurnloomError('invalid_payload', `approval id must match ${idPattern}`, { event: unanswerable.type });
+      // A delegation names the child its call makes, never a thread that exists for something else.
+      const misnamed = command.events.find((event) => event.type === 'task.delegated' && event.childThreadId !== childThreadIdOf(command.threadId, event.toolCallId));
+      if (misnamed) throw new TurnloomError('invalid_payload', `task.delegated must name the child thread its call makes (${childThreadIdOf(command.threadId, (misnamed as { toolCallId: string }).toolCallId)})`, { event: misnamed.type });
       requireLease(draft, command.turnId, command.lease);
       return command.events.map((event, index) => recordLeniently(draft, command.turnId, event, index)).filter((refusal): refusal is Refusal => refusal !== null);
     }

@@ -13,7 +13,7 @@ import {
   silentLogger,
   stricterMode,
 } from '../../domain/index.ts';
-import { derivedId, systemCommandId } from '../engine/commands.ts';
+import { childTurnIdOf, systemCommandId } from '../engine/commands.ts';
 import type { Engine } from '../engine/engine.ts';
 
 export interface DelegationOptions {
@@ -44,8 +44,6 @@ function finalAnswer(turn: TurnView): string {
   return said.filter((part) => part.step === last).map((part) => part.text).join('\n\n');
 }
 
-/** The turn a child thread runs for its parent's call: named after the child, so making it twice makes it once. */
-export const childTurnId = (childThreadId: string): string => derivedId('turn', `${childThreadId}/task`);
 
 /**
  * The engine's side of delegation, a reactor on what is committed: a
@@ -184,7 +182,9 @@ export class Delegation {
       if (!made) return;
     }
     const child = await this.engine.getThread(task.childThreadId);
-    const childTurn = childTurnId(task.childThreadId);
+    // Only the child this call made is started or heard: a thread of that id with another parent is none of its business.
+    if (child.parent?.threadId !== threadId || child.parent.toolCallId !== part.tool.callId) return;
+    const childTurn = childTurnIdOf(task.childThreadId);
     if (!child.turns[childTurn]) {
       await this.submitOn({
         type: 'turn.start',
@@ -205,7 +205,7 @@ export class Delegation {
   private async childSettled(threadId: string, turnId: string): Promise<void> {
     const child = await this.engine.getThread(threadId);
     const turn = child.turns[turnId];
-    if (!child.parent || turnId !== childTurnId(threadId) || !turn || !settledTurn(turn)) return;
+    if (!child.parent || turnId !== childTurnIdOf(threadId) || !turn || !settledTurn(turn)) return;
     const answer = finalAnswer(turn);
     const status = turn.state as TaskStatus;
     const error = status === 'completed' ? null : (turn.error ?? turn.interrupt?.reason ?? `the sub-agent's turn ${status}`);
@@ -232,7 +232,7 @@ export class Delegation {
     const turn = (await this.engine.getThread(threadId)).turns[turnId];
     if (!turn) return;
     for (const part of turn.messages[1].parts) {
-      if (part.task) await this.interrupt(part.task.childThreadId, childTurnId(part.task.childThreadId), reason);
+      if (part.task) await this.interrupt(part.task.childThreadId, childTurnIdOf(part.task.childThreadId), reason);
     }
   }
 

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { TASK_TOOL, type TaskView, type ToolCall, type ToolExecutor, type ToolResult, taskToolSpec } from '../../domain/index.ts';
-import { derivedId } from '../engine/commands.ts';
+import { childThreadIdOf } from '../engine/commands.ts';
 import { whenFold } from './foldWait.ts';
 import { agentPermissions, turnAgent } from './turnAgent.ts';
 import type { TurnWork } from './turnWork.ts';
@@ -12,9 +12,6 @@ const input = z
     description: z.string().max(200).optional(),
   })
   .strict();
-
-/** The child thread of a call: named after the parent thread and the call, so a call taken up again finds the child it already has. */
-export const childThreadIdOf = (threadId: string, toolCallId: string): string => derivedId('thr', `${threadId}/${toolCallId}`);
 
 /**
  * The turn's tools with `task` beside them: a `task` call is recorded as
