@@ -39,6 +39,8 @@ const restartWindowMs = 60_000;
 const pingTimeoutMs = 5_000;
 /** How long a Streamable HTTP server has to end its session on close. */
 const sessionEndTimeoutMs = 2_000;
+/** How long a failed call waits for a dying server's exit to be seen, to say how it ended. */
+const processEndGraceMs = 500;
 
 export const duration = (ms: number): string => (ms < 1_000 ? `${ms} ms` : `${Math.round(ms / 100) / 10} s`);
 
@@ -142,6 +144,9 @@ export class McpServerConnection {
       return { answer };
     } catch (error) {
       if (signal.aborted) return { failure: 'interrupted' };
+      // A write to a server that just died fails before its exit is seen: the exit says why better than the broken pipe.
+      const mayHaveDied = !(error instanceof McpError) || error.code === ErrorCode.ConnectionClosed;
+      if (mayHaveDied && transport instanceof StdioTransport) await transport.endWithin(processEndGraceMs);
       return { failure: this.failedCall(client, transport, tool, error, timeoutMs) };
     } finally {
       signal.removeEventListener('abort', abort);

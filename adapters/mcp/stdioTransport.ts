@@ -54,6 +54,14 @@ export class StdioTransport implements Transport {
     return this.ended;
   }
 
+  /** Waits at most `ms` for a process that is going to end, so its end can be told; a live one just costs the wait. */
+  async endWithin(ms: number): Promise<void> {
+    if (this.ended !== null || this.child === null) return;
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([this.exited, new Promise<void>((resolve) => (timer = setTimeout(resolve, ms)))]);
+    clearTimeout(timer);
+  }
+
   /** The last line the server wrote to stderr, if any. */
   lastStderrLine(): string | null {
     const last = this.partialLine.trim() !== '' ? this.partialLine.trim() : this.stderrLines.at(-1);
