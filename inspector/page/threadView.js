@@ -36,7 +36,7 @@ const REFETCH_MS = 150;
 export function mountThread(root, threadId, nav) {
   const model = new ThreadModel();
   const timeline = new Timeline({ onSelectTurn: (turnId) => selectTurn(turnId, true) });
-  const liveText = new LiveText();
+  const liveText = new LiveText(nav.link);
   /** @type {Map<string, Chart>} */
   const charts = new Map();
   /** @type {Map<string, Set<string>>} machine → its final states */
