@@ -10,7 +10,8 @@ import { showError } from './status.js';
  *   | { kind: 'command', command: string, cwd: string }
  *   | { kind: 'unavailable', reason: string }} ApprovalPreview
  * @typedef {{ id: string, threadId: string, turnId: string, state?: string, toolName: string, kind: string,
- *   subject: string, input: unknown, requestedAt: number, preview?: ApprovalPreview | null }} PendingApproval
+ *   subject: string, input: unknown, requestedAt: number, preview?: ApprovalPreview | null, parentThreadId?: string }} PendingApproval
+ *   parentThreadId: a sub-agent's approval, listed with its parent's (it is answered on `threadId`, the sub-agent's)
  * @typedef {{ showThread: boolean, mayAnswer: boolean, onAnswered: () => void, link: (path: string, label: string, attrs?: Record<string, string>) => HTMLElement }} RowOptions
  */
 
@@ -39,9 +40,10 @@ function approvalRow(approval, options) {
       shows(approval.preview) ? null : h('div', { class: 'subject', title: input }, approval.subject || input),
       approval.preview ? preview(approval.preview) : null,
       approval.subject && input.length > 2 && !approval.preview ? h('div', { class: 'input mono faint', title: input }, input.length > 160 ? `${input.slice(0, 159)}…` : input) : null,
+      approval.parentThreadId ? subagentMark(approval.threadId, approval.parentThreadId, options.link) : null,
       h('div', { class: 'meta' },
-        options.showThread ? options.link(`/threads/${approval.threadId}`, `thread ${shortId(approval.threadId)}`, { title: approval.threadId }) : null,
-        options.showThread ? ' · ' : null,
+        options.showThread && !approval.parentThreadId ? options.link(`/threads/${approval.threadId}`, `thread ${shortId(approval.threadId)}`, { title: approval.threadId }) : null,
+        options.showThread && !approval.parentThreadId ? ' · ' : null,
         h('span', { title: approval.turnId }, `turn ${shortId(approval.turnId)}`),
         ' · ', h('span', { title: new Date(approval.requestedAt).toISOString() }, `asked ${formatAgo(approval.requestedAt)}`))),
     options.mayAnswer
@@ -81,6 +83,17 @@ function approvalRow(approval, options) {
     if (event.key === 'Enter') void respond('deny');
   });
   return row;
+}
+
+/**
+ * A sub-agent asks in its own thread: the card says whose it is, since the
+ * page it is answered from (its parent's, the overview) is not that thread.
+ * @param {string} threadId @param {string} parentThreadId @param {RowOptions['link']} link
+ */
+function subagentMark(threadId, parentThreadId, link) {
+  return h('div', { class: 'subagent-mark', 'data-testid': 'approval-subagent' },
+    'sub-agent thread ', link(`/threads/${threadId}`, shortId(threadId), { title: threadId }),
+    ', delegated by ', link(`/threads/${parentThreadId}`, shortId(parentThreadId), { title: parentThreadId }));
 }
 
 /** @param {ApprovalPreview | null | undefined} p */

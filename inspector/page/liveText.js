@@ -19,7 +19,9 @@ import { toolCallElement, updateToolCall } from './toolCall.js';
 const isOpen = (state) => state === 'pending' || state.startsWith('running');
 
 export class LiveText {
-  constructor() {
+  /** @param {import('./overview.js').LinkMaker} link how a delegated call's card links to its sub-agent's thread */
+  constructor(link) {
+    this.link = link;
     /** partId → what the deltas said so far. @type {Map<string, { turnId: string, kind: string, text: string }>} */
     this.live = new Map();
     /** partId → the latest output of a running tool call (each delta replaces the one before). @type {Map<string, string>} */
@@ -78,7 +80,7 @@ export class LiveText {
     if (blocks.length === 0) blocks.push({ key: 'empty', kind: 'empty', text: turnId ? 'No text in this turn yet.' : 'No turn yet.', open: false, part: null, state: '' });
     // Keyed, so a tool call the person opened or closed stays so while the turn goes on.
     reconcile(el, blocks, (b) => `${b.kind}:${b.key}`, (b) => (b.kind === 'tool' ? toolCallElement() : h('div')), (node, b) => {
-      if (b.kind === 'tool' && b.part) return updateToolCall(/** @type {HTMLDetailsElement} */ (node), b.part, b.state, b.text);
+      if (b.kind === 'tool' && b.part) return updateToolCall(/** @type {HTMLDetailsElement} */ (node), b.part, b.state, b.text, this.link);
       node.className = b.kind === 'empty' ? 'empty' : `part ${b.kind}${b.open ? ' streaming' : ''}`;
       node.replaceChildren(...(b.kind === 'empty' ? [b.text] : [h('span', { class: 'kind' }, b.kind), b.text]));
     });

@@ -10,8 +10,12 @@
  * @typedef {import('./stream.js').StoredEvent} StoredEvent
  * @typedef {import('./stream.js').Inspection} Inspection
  * @typedef {{ from: string | null, event: string, to: string, threadSeq: number }} Fired
+ * @typedef {'running' | 'completed' | 'failed' | 'interrupted' | 'refused'} TaskStatus
+ * @typedef {{ childThreadId: string, agent: string, prompt: string, description: string | null, mode: string, status: TaskStatus,
+ *   answer: string | null, error: string | null, usage: { input: number, output: number } | null }} TaskView a call handed to a sub-agent
  * @typedef {{ id: string, kind: string, state: string, step: number, text: string, error?: string | null,
- *   tool: { name: string, inputText: string, input?: unknown, output?: string | null, outcome?: 'notStarted' | 'unknown' | null } | null }} PartView
+ *   tool: { name: string, inputText: string, input?: unknown, output?: string | null, outcome?: 'notStarted' | 'unknown' | null } | null,
+ *   task?: TaskView | null }} PartView
  * @typedef {{ id: string, state: string, partId: string, toolName: string, kind: string, subject: string, input: unknown, requestedAt: number,
  *   preview?: import('./approvals.js').ApprovalPreview | null }} ApprovalView
  * @typedef {{ id: string, state: string, messages: Array<{ parts: PartView[] }>, approvals: ApprovalView[], requestedAt: number,
@@ -19,7 +23,8 @@
  *   checkpoint?: { diff: { filesChanged: number, additions: number, deletions: number } | null } | null, revertedAt?: number | null }} TurnView
  * @typedef {{ id: string, title: string, seq: number, session: { state: string, failure: string | null }, turnIds: string[],
  *   turns: Record<string, TurnView>, openTurnId: string | null, environment: string, workspace: string | null, queue?: Array<{ turnId: string }>,
- *   agent?: string | null, turnContext?: { turnId: string, context: { agent: string } } | null }} ThreadView
+ *   agent?: string | null, turnContext?: { turnId: string, context: { agent: string } } | null,
+ *   parent?: { threadId: string, turnId: string, partId: string, toolCallId: string, depth: number } | null }} ThreadView
  */
 
 /** @param {string} machine @param {string} id */

@@ -14,6 +14,7 @@ import { h, reconcile, shortId } from './dom.js';
 import { LiveText } from './liveText.js';
 import { setBus, setStatus, showError } from './status.js';
 import { openThreadStream } from './stream.js';
+import { Subagents } from './subagents.js';
 import { ThreadModel } from './threadModel.js';
 import { Timeline } from './timeline.js';
 import { openTurnChanges } from './turnChanges.js';
@@ -36,7 +37,16 @@ const REFETCH_MS = 150;
 export function mountThread(root, threadId, nav) {
   const model = new ThreadModel();
   const timeline = new Timeline({ onSelectTurn: (turnId) => selectTurn(turnId, true) });
-  const liveText = new LiveText();
+  const liveText = new LiveText(nav.link);
+  /** @type {import('./approvals.js').PendingApproval[]} */
+  let childApprovals = [];
+  const subagents = new Subagents(threadId, {
+    link: nav.link,
+    onApprovals(approvals) {
+      childApprovals = approvals;
+      schedule();
+    },
+  });
   /** @type {Map<string, Chart>} */
   const charts = new Map();
   /** @type {Map<string, Set<string>>} machine → its final states */
@@ -73,6 +83,7 @@ export function mountThread(root, threadId, nav) {
       h('section', { class: 'panel thread-bar' },
         title, meta, h('span', { class: 'spacer' }),
         h('label', { class: 'muted' }, 'turn ', turnSelect), changes, interrupt, fit),
+      subagents.element,
       chartColumn),
     h('div', { class: 'side' },
       h('section', { class: 'panel' }, h('h2', {}, 'Actors'), actorList),
@@ -264,6 +275,7 @@ export function mountThread(root, threadId, nav) {
       title.textContent = view.title || '(untitled)';
       title.title = view.id;
       renderMeta();
+      subagents.update(view);
     }
     renderTurnSelect(turnIds);
     renderChanges();
@@ -411,13 +423,20 @@ export function mountThread(root, threadId, nav) {
 
   /** @param {string[]} turnIds */
   function renderThreadApprovals(turnIds) {
-    const pending = turnIds.flatMap((turnId) =>
+    const own = turnIds.flatMap((turnId) =>
       model.approvalsOf(turnId)
         .filter((a) => a.state === 'pending' && a.approval)
         .map((a) => ({ ...(/** @type {NonNullable<typeof a.approval>} */ (a.approval)), threadId, turnId })));
-    renderApprovals(approvalList, pending, { showThread: false, mayAnswer: nav.may('approve'), onAnswered: scheduleRefetch, link: nav.link });
+    const pending = [...own, ...childApprovals];
+    renderApprovals(approvalList, pending, { showThread: false, mayAnswer: nav.may('approve'), onAnswered: answered, link: nav.link });
     approvalsEmpty.hidden = pending.length > 0;
     approvalCount.textContent = pending.length ? String(pending.length) : '';
+  }
+
+  /** A sub-agent's approval answered changes nothing in this thread's log: its list is asked for again. */
+  function answered() {
+    scheduleRefetch();
+    subagents.soon();
   }
 
   void refetch();
@@ -425,6 +444,7 @@ export function mountThread(root, threadId, nav) {
 
   return () => {
     stopped = true;
+    subagents.stop();
     stream?.close();
     clearTimeout(refetchTimer);
     if (frame) cancelAnimationFrame(frame);

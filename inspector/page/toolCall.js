@@ -3,11 +3,16 @@
  * One tool call of a turn, readable: a line with the tool, what it was given
  * (a command line, a path) and how it ended; below it, collapsible, the input
  * and the output as text in monospace blocks. A command that exited non-zero
- * is a result like any other ("exited 1"), not a broken part.
+ * is a result like any other ("exited 1"), not a broken part. A call handed
+ * to a sub-agent reads as a delegation (taskCall.js).
  */
 import { h } from './dom.js';
+import { taskHeadline, taskOutcome, taskRows } from './taskCall.js';
 
-/** @typedef {import('./threadModel.js').PartView} PartView */
+/**
+ * @typedef {import('./threadModel.js').PartView} PartView
+ * @typedef {import('./overview.js').LinkMaker} LinkMaker
+ */
 
 /** Past this, a call's details start collapsed. */
 const LONG_LINES = 8;
@@ -78,26 +83,47 @@ export function toolCallElement() {
 }
 
 /**
+ * The status a delegated call's body was built for: built again, it would
+ * close the answer the person opened, and all it shows is fixed once the
+ * status changes (`task.settled` brings answer, error and usage with it).
+ * @type {WeakMap<Element, string>}
+ */
+const shownStatus = new WeakMap();
+
+/**
  * @param {HTMLDetailsElement} el
  * @param {PartView} part
  * @param {string} state its current state
- * @param {string} [printing] while it runs, the latest of what it prints (live, never stored)
+ * @param {string} printing while it runs, the latest of what it prints (live, never stored)
+ * @param {LinkMaker} link how the page links to a sub-agent's thread
  */
-export function updateToolCall(el, part, state, printing = '') {
+export function updateToolCall(el, part, state, printing, link) {
   const tool = part.tool;
+  const task = part.task ?? null;
   const input = inputOf(tool);
-  const outcome = toolOutcome(state, tool, part.error ?? null);
+  const outcome = task ? taskOutcome(task) : toolOutcome(state, tool, part.error ?? null);
   const [name, line, ended] = /** @type {HTMLElement[]} */ ([...el.querySelectorAll('summary > span')]);
   /** @type {HTMLElement} */ (name).textContent = tool?.name ?? '?';
-  /** @type {HTMLElement} */ (line).textContent = headline(input, tool?.inputText ?? '');
+  /** @type {HTMLElement} */ (line).textContent = task ? taskHeadline(task) : headline(input, tool?.inputText ?? '');
   /** @type {HTMLElement} */ (ended).textContent = outcome.text;
   el.dataset.outcome = outcome.tone;
   el.dataset.state = state;
   el.title = `part ${part.id} → ${state}`;
+  const body = /** @type {HTMLElement} */ (el.querySelector('.tool-body'));
+
+  if (task) {
+    if (shownStatus.get(el) !== task.status) {
+      body.replaceChildren(...taskRows(task, link));
+      shownStatus.set(el, task.status);
+    }
+    // Open while the sub-agent works, so its thread is a click away; settled, the answer folds by itself and a long prompt closes the card.
+    if (outcome.tone === 'running' && !el.dataset.chosen) el.open = true;
+    sizeOnce(el, outcome.tone !== 'running', [task.prompt]);
+    return;
+  }
 
   const fields = input ? Object.entries(input) : tool?.inputText ? [['input', tool.inputText]] : [];
   const output = tool?.output ?? (state === 'error' ? part.error ?? null : null);
-  const body = /** @type {HTMLElement} */ (el.querySelector('.tool-body'));
   const rows = fields.map(([key, value]) => {
     const text = asText(value);
     return text.includes('\n') || text.length > 80
@@ -107,11 +133,19 @@ export function updateToolCall(el, part, state, printing = '') {
   if (output !== null) rows.push(h('div', { class: 'tool-field' }, h('div', { class: 'tool-key' }, 'output'), h('pre', { class: 'tool-text output', 'data-testid': 'tool-output' }, output)));
   else if (printing) rows.push(h('div', { class: 'tool-field' }, h('div', { class: 'tool-key' }, 'output so far (its last lines)'), h('pre', { class: 'tool-text output', 'data-testid': 'tool-printing' }, printing)));
   body.replaceChildren(...rows);
-  // A call that prints as it runs shows it; once ended, short calls stay open and long ones close to a line, unless the person chose.
   const settled = outcome.tone !== 'running';
+  // A call that prints as it runs shows it.
   if (!settled && printing && !el.dataset.chosen) el.open = true;
-  if (settled && !el.dataset.chosen && !el.dataset.sized) {
-    el.dataset.sized = '1';
-    el.open = !isLong(output ?? '') && !fields.some(([, value]) => isLong(asText(value)));
-  }
+  sizeOnce(el, settled, [output ?? '', ...fields.map(([, value]) => asText(value))]);
+}
+
+/**
+ * Once a call ended, short calls stay open and long ones close to a line,
+ * unless the person chose.
+ * @param {HTMLDetailsElement} el @param {boolean} settled @param {string[]} texts
+ */
+function sizeOnce(el, settled, texts) {
+  if (!settled || el.dataset.chosen || el.dataset.sized) return;
+  el.dataset.sized = '1';
+  el.open = !texts.some(isLong);
 }

@@ -103,6 +103,26 @@ const pageCall = (page: Page, method: string, params: unknown) =>
     [method, params] as const,
   ) as Promise<{ result?: Record<string, unknown>; error?: { code: string; message: string } }>;
 
+/** A step that delegates: every turn of every thread plays it first, so the child delegates again and the grandchild's call is refused at depth 2. */
+const lookAround = { agent: 'general', prompt: 'Look around the workspace and say what <main> holds.', description: 'a look around' };
+const delegate = [{ text: 'A sub-agent will look around.' }, { toolCall: { name: 'task', input: lookAround } }];
+
+type TurnStates = { thread: { turnIds: string[]; turns: Record<string, { state: string; messages: Array<{ parts: Array<{ task: { childThreadId: string } | null }> }> }> } };
+
+/** A thread with one turn started on it through the page's API, and the page opened on it. */
+async function delegatingThread(page: Page, pageUrl: string): Promise<{ threadId: string; view: () => Promise<TurnStates['thread']> }> {
+  const { threadId } = (await pageCall(page, 'thread.create', { title: 'delegates' })).result as { threadId: string };
+  expect((await pageCall(page, 'turn.start', { threadId, input: { text: 'have a look around' } })).error).toBeUndefined();
+  await page.goto(new URL(`/threads/${threadId}`, pageUrl).href);
+  await page.locator('[data-testid=status]', { hasText: 'live' }).waitFor();
+  const view = async () => ((await pageCall(page, 'thread.get', { threadId })).result as unknown as TurnStates).thread;
+  return { threadId, view };
+}
+
+const subagent = (page: Page, depth: number) => page.locator(`[data-testid=subagent][data-depth="${depth}"]`);
+/** A row's own line (a row holds its children's rows too). */
+const line = (row: ReturnType<typeof subagent>) => row.locator(':scope > .subagent-line');
+
 describe.skipIf(!browserPath)('turnloom serve --inspect alone, in a real browser', () => {
   it('makes a thread, starts a turn from the composer, shows the edit’s diff on its approval, then the turn’s diff, and reverts it', async () => {
     const { repo, dir } = workspace();
@@ -278,6 +298,110 @@ describe.skipIf(!browserPath)('turnloom serve --inspect alone, in a real browser
       expect(answer.error, method).toMatchObject({ code: 'forbidden', message: expect.stringContaining('lacks the "operate" scope') });
     }
     expect(repo.read('greet.js')).toBe(edited);
+    expect(errors).toEqual([]);
+  }, 120_000);
+  it('shows the tree of a thread’s sub-agents with their statuses, opens a child, which links back, and reads a task call as a delegation', async () => {
+    const { repo, dir } = workspace();
+    const scriptFile = join(dir, 'script.json');
+    writeFileSync(scriptFile, script([delegate, [{ text: 'Done.' }]]));
+    const { pageUrl } = await serve(['--workspace', repo.path, '--data', join(dir, 'data'), '--script', scriptFile]);
+    const page = await openPage(pageUrl);
+    const { threadId, view } = await delegatingThread(page, pageUrl);
+    await expect.poll(async () => { const thread = await view(); return thread.turnIds.map((id) => thread.turns[id]!.state); }, { timeout: 60_000 }).toEqual(['completed']);
+    const thread = await view();
+    const childId = thread.turns[thread.turnIds[0]!]!.messages[1]!.parts.find((part) => part.task)!.task!.childThreadId;
+
+    // The tree: the child, nested under it the grandchild, and under that the call refused at depth 2, which made no thread.
+    const child = subagent(page, 1);
+    await expect.poll(() => subagent(page, 3).getAttribute('data-status'), { timeout: 15_000 }).toBe('refused');
+    expect(await child.count()).toBe(1);
+    expect(await child.getAttribute('data-status')).toBe('completed');
+    expect(await child.getAttribute('data-thread-id')).toBe(childId);
+    expect(await line(child).locator('.agent').textContent()).toBe('general');
+    expect(await line(child).locator('.what').textContent()).toBe('a look around');
+    const grandchild = child.locator('[data-testid=subagent][data-depth="2"]');
+    expect(await grandchild.getAttribute('data-status')).toBe('completed');
+    const refused = grandchild.locator('[data-testid=subagent][data-depth="3"]');
+    expect(await line(refused).locator('.task-status').textContent()).toBe('refused');
+    expect(await line(refused).locator('[data-testid=subagent-link]').count()).toBe(0);
+    expect(await refused.locator('.subagent-error').textContent()).toMatch(/^delegation refused: this agent is already at depth 2 of at most 2/);
+
+    // The parent's task call: the agent, what it was asked (as text, markup and all), the child's thread and its answer.
+    const card = page.locator('[data-testid=tool-call]', { has: page.locator('.tool-name', { hasText: /^task$/ }) });
+    expect(await card.getAttribute('data-outcome')).toBe('ok');
+    expect(await card.locator('summary .tool-headline').textContent()).toBe('general: a look around');
+    expect(await card.locator('summary .tool-outcome').textContent()).toBe('completed');
+    expect(await card.locator('[data-testid=task-prompt]').textContent()).toBe(lookAround.prompt);
+    expect(await card.locator('[data-testid=task-prompt] main').count()).toBe(0);
+    expect(await card.locator('[data-testid=task-thread]').getAttribute('href')).toBe(`/threads/${childId}`);
+    const answer = card.locator('[data-testid=task-answer]');
+    expect(await answer.evaluate((details) => details.hasAttribute('open'))).toBe(true);
+    expect(await answer.locator('pre').textContent()).toBe('Done.');
+    await page.screenshot({ path: join(artifacts, 'inspector-serve-subagents-done.png') });
+
+    // The child's page, opened from the tree: the link back to its parent, its depth, and its own subtree one level up.
+    await line(child).locator('[data-testid=subagent-link]').click();
+    await page.waitForURL(new RegExp(`/threads/${childId}$`));
+    const up = page.locator('[data-testid=delegated-by]');
+    await up.waitFor();
+    expect(await up.locator('[data-testid=parent-thread]').getAttribute('href')).toBe(`/threads/${threadId}`);
+    expect(await up.locator('[data-testid=depth]').textContent()).toBe('depth 1');
+    await expect.poll(() => subagent(page, 3).getAttribute('data-status'), { timeout: 15_000 }).toBe('refused');
+    expect(await subagent(page, 2).getAttribute('data-status')).toBe('completed');
+    expect(await subagent(page, 1).count()).toBe(0);
+    await up.locator('[data-testid=parent-thread]').click();
+    await page.waitForURL(new RegExp(`/threads/${threadId}$`));
+    expect(await page.locator('[data-testid=delegated-by]').isVisible()).toBe(false);
+    expect(errors).toEqual([]);
+  }, 120_000);
+
+  it('lists the sub-agents’ pending approvals on the parent’s page, marked as theirs, and answers them there', async () => {
+    const { repo, dir } = workspace();
+    const scriptFile = join(dir, 'script.json');
+    // After delegating, every thread runs a command that asks under the default mode: the grandchild first, then the child, then the parent.
+    const check = { toolCall: { name: 'bash', input: { command: 'npm test' }, result: '12 passed', approval: true } };
+    writeFileSync(scriptFile, script([delegate, [check], [{ text: 'Done.' }]]));
+    const { pageUrl } = await serve(['--workspace', repo.path, '--data', join(dir, 'data'), '--script', scriptFile]);
+    const page = await openPage(pageUrl);
+    const { threadId, view } = await delegatingThread(page, pageUrl);
+    await subagent(page, 1).waitFor({ timeout: 20_000 });
+    const childId = (await subagent(page, 1).getAttribute('data-thread-id'))!;
+    const card = page.locator('[data-testid=thread-approvals] [data-testid=approval]');
+
+    // The grandchild's: it is answered on its own thread, and says whose it is.
+    await card.waitFor({ timeout: 30_000 });
+    const grandchildId = (await subagent(page, 2).getAttribute('data-thread-id'))!;
+    expect(await card.getAttribute('data-thread-id')).toBe(grandchildId);
+    const mark = card.locator('[data-testid=approval-subagent]');
+    expect(await mark.textContent()).toMatch(/^sub-agent thread \S+, delegated by \S+$/);
+    expect(await mark.locator('a').evaluateAll((links) => links.map((a) => a.getAttribute('href')))).toEqual([`/threads/${grandchildId}`, `/threads/${childId}`]);
+    expect(await subagent(page, 2).getAttribute('data-status')).toBe('running');
+    await expect.poll(() => line(subagent(page, 2)).locator('[data-testid=subagent-asking]').textContent(), { timeout: 15_000 }).toBe('waits for an approval');
+    expect(await line(subagent(page, 1)).locator('[data-testid=subagent-asking]').count()).toBe(0);
+    await card.locator('button[data-testid=approve]').click();
+
+    // Then the child's, once the grandchild answered it; the tree shows who is done and who runs.
+    await page.locator(`[data-testid=thread-approvals] [data-testid=approval][data-thread-id="${childId}"]`).waitFor({ timeout: 30_000 });
+    await expect.poll(() => subagent(page, 2).getAttribute('data-status'), { timeout: 15_000 }).toBe('completed');
+    expect(await subagent(page, 1).getAttribute('data-status')).toBe('running');
+    expect(await subagent(page, 3).getAttribute('data-status')).toBe('refused');
+    await expect.poll(() => card.count(), { timeout: 15_000 }).toBe(1);
+    expect(await card.locator('[data-testid=approval-subagent] a').last().getAttribute('href')).toBe(`/threads/${threadId}`);
+    await expect.poll(() => line(subagent(page, 1)).locator('[data-testid=subagent-asking]').count(), { timeout: 15_000 }).toBe(1);
+    // While its sub-agent works, the parent's task call is open on the link to it.
+    expect(await page.locator('[data-testid=tool-call][data-outcome=running] [data-testid=task-thread]').getAttribute('href')).toBe(`/threads/${childId}`);
+    await page.screenshot({ path: join(artifacts, 'inspector-serve-subagents.png') });
+    if (updateDocs) await page.screenshot({ path: join(docs, 'inspector-subagents.png'), scale: 'css' });
+    await card.locator('button[data-testid=approve]').click();
+
+    // Last the parent's own, which is not marked; answered, the whole tree completes.
+    await page.locator(`[data-testid=thread-approvals] [data-testid=approval][data-thread-id="${threadId}"]`).waitFor({ timeout: 30_000 });
+    await expect.poll(() => card.count(), { timeout: 15_000 }).toBe(1);
+    expect(await card.locator('[data-testid=approval-subagent]').count()).toBe(0);
+    await card.locator('button[data-testid=approve]').click();
+    await expect.poll(async () => { const thread = await view(); return thread.turnIds.map((id) => thread.turns[id]!.state); }, { timeout: 60_000 }).toEqual(['completed']);
+    await expect.poll(() => subagent(page, 1).getAttribute('data-status'), { timeout: 15_000 }).toBe('completed');
+    await expect.poll(() => card.count(), { timeout: 15_000 }).toBe(0);
     expect(errors).toEqual([]);
   }, 120_000);
 });
