@@ -254,6 +254,8 @@ export interface ThreadSummary {
   openTurnId: string | null;
   queuedTurns: number;
   turnCount: number;
+  /** A sub-agent's thread: the thread that delegated to it (summaries stored before sub-agents lack it: none). */
+  parentThreadId?: string | null;
 }
 
 export function summarize(view: ThreadView): ThreadSummary {
@@ -270,5 +272,6 @@ export function summarize(view: ThreadView): ThreadSummary {
     openTurnId: view.openTurnId,
     queuedTurns: view.queue.length,
     turnCount: view.turnIds.length,
+    parentThreadId: view.parent?.threadId ?? null,
   };
 }

@@ -325,11 +325,11 @@ async function threadToRun(request: RunRequest, store: LmdbStore, server: Turnlo
   return last;
 }
 
-/** The thread of the folder that ran last (not archived): what --continue goes on with. */
+/** The thread of the folder that ran last (not archived, not a sub-agent's): what --continue goes on with. */
 function lastThread(store: LmdbStore): string | null {
   let last: { id: string; updatedAt: number } | null = null;
   for (const { summary } of store.threadsNewestFirst(null)) {
-    if (!summary.archived && (last === null || summary.updatedAt > last.updatedAt)) last = summary;
+    if (!summary.archived && !summary.parentThreadId && (last === null || summary.updatedAt > last.updatedAt)) last = summary;
   }
   return last?.id ?? null;
 }
