@@ -46,6 +46,3 @@ export const logArgOptions = {
   'log-level': { type: 'string' },
 } as const;
 
-export const logUsage = `  --log-format F      pretty (one line per thing, the default on a terminal) or json (one object per line,
-                      the default otherwise), on standard error
-  --log-level L       debug, info (default), warn, error or silent`;

@@ -12,14 +12,8 @@ import { paint, wantsColour } from './colours.ts';
 import { printStyled } from './redact.ts';
 import { tempFolder } from './tempFolder.ts';
 import { workspaceSetup } from './workspaceSetup.ts';
+import { demoUsage } from './commandUsage.ts';
 
-export const demoUsage = `turnloom demo [options]   the seed scenario on a scratch git repository, with the scripted provider
-  --prompt TEXT       what to ask (default: "${demoPrompt}")
-  --data DIR          LMDB data folder (default: demo under $XDG_DATA_HOME/turnloom)
-  --dir DIR           build the scratch project here, an empty or new folder, and keep it (default: a temporary one)
-  --deny              refuse the test runs instead of allowing them
-  --script FILE       another script for the scripted provider (see docs/providers.md)
-  --json              print { threadId, title, status, approvals, toolCalls, checkpoint: { files, summary }, events } and nothing else`;
 
 /**
  * The main job on embedded defaults, as the seeds tell it: a project with a

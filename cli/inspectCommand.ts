@@ -4,19 +4,10 @@ import { integerOption, parseOptions } from './cliErrors.ts';
 import { checkInboxPrefix, checkPrefix, connectNats, natsArgOptions, natsSettings, refuseSecretFlags } from './natsOptions.ts';
 import { registerSecret } from './redact.ts';
 import { untilSignal } from './untilSignal.ts';
-import { cliLogger, logArgOptions, logSettings, logUsage } from './cliLogger.ts';
+import { cliLogger, logArgOptions, logSettings } from './cliLogger.ts';
+import { DEFAULT_INSPECT_PORT, inspectUsage } from './commandUsage.ts';
 
-export const DEFAULT_INSPECT_PORT = 4280;
 
-export const inspectUsage = `turnloom inspect [options]   the live state-chart inspector for an engine on NATS, in the browser
-  --nats URL          the NATS server the engine serves on (default nats://127.0.0.1:4222; credentials as for serve:
-                      --nats-user, TURNLOOM_NATS_PASS, TURNLOOM_NATS_TOKEN or --nats-creds FILE)
-  --inbox-prefix P    the inbox prefix this NATS user may read (default _INBOX)
-  --port P            the page's port on 127.0.0.1 (default ${DEFAULT_INSPECT_PORT}; 0 picks a free one)
-  --prefix P          subject prefix (default turnloom)
-  The page calls the API with the token in TURNLOOM_TOKEN (answering approvals needs the operate scope).
-${logUsage}
-  With the embedded engine, use turnloom serve --inspect PORT instead.`;
 
 /** The page and its relay, for an engine reached over NATS. */
 export async function inspectCommand(args: string[]): Promise<number> {

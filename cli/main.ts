@@ -4,26 +4,27 @@ import { inspect } from 'node:util';
 import { UsageError, oneLine, parseOptions, userFacingMessage } from './cliErrors.ts';
 import { installRedactingConsole, redact } from './redact.ts';
 import { VERSION } from '../domain/version.ts';
+import { demoUsage, inspectUsage, replayUsage, runUsage, serveUsage, workerUsage } from './commandUsage.ts';
 
 /** The package root (the compiled command runs from dist/): charts belong to the package, wherever the command runs from. */
 const above = resolve(fileURLToPath(new URL('..', import.meta.url)));
 const packageRoot = basename(above) === 'dist' ? dirname(above) : above;
 
-// Each command is loaded only when it runs: replay brings both provider SDKs, which take a second to import.
+// Each command is loaded only when it runs (replay brings both provider SDKs, which take a second to import); help needs none of them.
 const commands = {
-  run: () => import('./runCommand.ts').then((module) => ({ run: module.runCommand, usage: module.runUsage })),
-  demo: () => import('./demoCommand.ts').then((module) => ({ run: module.demoCommand, usage: module.demoUsage })),
-  serve: () => import('./serveCommand.ts').then((module) => ({ run: module.serveCommand, usage: module.serveUsage })),
-  worker: () => import('./workerCommand.ts').then((module) => ({ run: module.workerCommand, usage: module.workerUsage })),
-  replay: () => import('./replayCommand.ts').then((module) => ({ run: module.replayCommand, usage: module.replayUsage })),
-  inspect: () => import('./inspectCommand.ts').then((module) => ({ run: module.inspectCommand, usage: module.inspectUsage })),
+  run: () => import('./runCommand.ts').then((module) => module.runCommand),
+  demo: () => import('./demoCommand.ts').then((module) => module.demoCommand),
+  serve: () => import('./serveCommand.ts').then((module) => module.serveCommand),
+  worker: () => import('./workerCommand.ts').then((module) => module.workerCommand),
+  replay: () => import('./replayCommand.ts').then((module) => module.replayCommand),
+  inspect: () => import('./inspectCommand.ts').then((module) => module.inspectCommand),
 };
+const usages: Record<keyof typeof commands, string> = { run: runUsage, demo: demoUsage, serve: serveUsage, worker: workerUsage, replay: replayUsage, inspect: inspectUsage };
 
 const chartsUsage = `turnloom charts [--check]   write docs/charts/*.mmd|json and the generated doc sections
   --check             change nothing; exit 1 when any of them is stale`;
 
-async function usage(): Promise<string> {
-  const details = await Promise.all(Object.values(commands).map(async (load) => (await load()).usage));
+function usage(): string {
   return `turnloom <command>
 
 commands:
@@ -38,7 +39,7 @@ commands:
   help COMMAND       that command's options (or: turnloom COMMAND --help)
   --version, -v      turnloom's version
 
-${details.join('\n\n')}`;
+${Object.values(usages).join('\n\n')}`;
 }
 
 async function main(argv: string[]): Promise<number> {
@@ -66,13 +67,13 @@ async function main(argv: string[]): Promise<number> {
     case 'worker':
     case 'replay':
     case 'inspect':
-      return (await commands[command]()).run(rest);
+      return (await commands[command]())(rest);
     case 'help': {
       const [topic] = rest;
       if (topic === 'charts') console.log(chartsUsage);
-      else if (topic !== undefined && topic in commands) console.log((await commands[topic as keyof typeof commands]()).usage);
+      else if (topic !== undefined && topic in commands) console.log(usages[topic as keyof typeof commands]);
       else if (topic !== undefined) throw new UsageError(`no command "${topic}"; the commands are run, demo, serve, worker, replay, inspect and charts`);
-      else console.log(await usage());
+      else console.log(usage());
       return 0;
     }
     case '--version':
@@ -83,7 +84,7 @@ async function main(argv: string[]): Promise<number> {
     case undefined:
     case '--help':
     case '-h':
-      console.log(await usage());
+      console.log(usage());
       return 0;
     default:
       throw new UsageError(`unknown command "${command}"; the commands are run, demo, serve, worker, replay, inspect and charts (turnloom --help)`);

@@ -9,11 +9,8 @@ import type { ProviderAdapter, ThreadView, ToolExecutor } from '../domain/index.
 import { startTurnloomServer } from '../services/turnloomServer.ts';
 import { UsageError, parseOptions, readUserFile } from './cliErrors.ts';
 import { tempFolder } from './tempFolder.ts';
+import { replayUsage } from './commandUsage.ts';
 
-export const replayUsage = `turnloom replay <file.chunks.txt> --provider anthropic|openai-chat|openai-responses [--json]
-  serves a recorded stream (one JSON chunk per line) to the real SDK from a local
-  HTTP server, runs it through adapter → ingestion → engine, and prints the turn;
-  a recording of several responses plays one per model call`;
 
 /** Tools are not run in a replay: the recording already holds what the model said next. */
 const replayTools: ToolExecutor = {

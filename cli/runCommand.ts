@@ -11,30 +11,8 @@ import type { ApprovalPolicy } from './run/approvalAnswers.ts';
 import { type RunReport, runEmbedded } from './run/embeddedRun.ts';
 import { agentProvider, checkAgent } from './workerSetup.ts';
 import { dataFolderFor, workspaceSetup } from './workspaceSetup.ts';
+import { runUsage } from './commandUsage.ts';
 
-export const runUsage = `turnloom run "<prompt>" [options]   one turn on the workspace, engine and worker in this process
-  --cwd DIR           the workspace the agent works in (default: this folder)
-  --provider NAME     scripted, anthropic, openai-chat or openai-responses (default: the first with a key)
-  --model NAME        the provider's model
-  --approve POLICY    ask (default in a terminal), auto (allow all), or deny (default otherwise)
-  --mode MODE         ask, auto-edits, full or read-only: what runs without asking
-  --agent NAME        build (default: does the work), plan (reads and proposes; changes nothing),
-                      or one the configuration defines (docs/agents.md)
-  --data DIR          keep the threads in this LMDB folder (default: one for this workspace under
-                      $XDG_DATA_HOME/turnloom, never inside the workspace)
-  --continue, -c      continue the thread that ran last in this workspace (or --data folder)
-  --thread ID         continue this thread (it must be in the --data folder, or this workspace's)
-  --script FILE       script for the scripted provider (see docs/providers.md)
-  --context-window N  the model's context window in tokens, when its known one is wrong or unknown
-  --verbose           show every tool call's output (default: the tail of a failed one's)
-  --no-diff           end without the turn's diff (the changed files and their counts are still listed)
-  --json              print { threadId, title, turnId, status, error, text, toolCalls, approvals, checkpoint, usage } and nothing else
-  Colour in a terminal, unless NO_COLOR is set (FORCE_COLOR forces it, on a pipe too).
-  In a terminal, a line typed while the turn runs is steered into it (the model reads it at its next step);
-  start the line with /queue to run it as the next turn instead. The report is of the last turn that ran.
-  Keys: OPENAI_API_KEY (+ OPENAI_BASE_URL for any OpenAI-compatible server), ANTHROPIC_API_KEY.
-  Configuration: $XDG_CONFIG_HOME/turnloom/config.json and turnloom.json in the workspace (docs/config.md);
-  flags and the variables above win over them.`;
 
 const policies: readonly ApprovalPolicy[] = ['ask', 'auto', 'deny'];
 

@@ -3,7 +3,7 @@ import { hostname } from 'node:os';
 import { InProcessHub, NatsBus, subjects } from '../bus/index.ts';
 import { ClusterNode } from '../services/cluster/index.ts';
 import { type ConfiguredWorker, configuredWorker } from './workerSetup.ts';
-import { cliLogger, logArgOptions, logSettings, logUsage } from './cliLogger.ts';
+import { cliLogger, logArgOptions, logSettings } from './cliLogger.ts';
 import { startTelemetry } from './telemetry.ts';
 import { type AuthConfig, DEFAULT_MAX_PAYLOAD, authConfigSchema } from '../services/api/index.ts';
 import { type TurnloomServer, VERSION, startTurnloomServer } from '../services/turnloomServer.ts';
@@ -17,38 +17,9 @@ import { commandConfig, compactionOptions } from './commandConfig.ts';
 import { registerSecret } from './redact.ts';
 import { untilSignal } from './untilSignal.ts';
 import { dataFolderFor, workspaceSetup } from './workspaceSetup.ts';
+import { MIN_MAX_PAYLOAD, serveUsage } from './commandUsage.ts';
 
-/** The API keeps 4096 bytes of each message for headers, so a payload limit below this leaves no room for `health`. */
-export const MIN_MAX_PAYLOAD = 8_192;
 
-export const serveUsage = `turnloom serve [options]
-  --nats URL          serve on this NATS server (default: the in-process bus, reachable only from this process)
-  --nats-user USER    NATS user name (or TURNLOOM_NATS_USER); its password comes from TURNLOOM_NATS_PASS, a token
-                      from TURNLOOM_NATS_TOKEN, never from the command line, where ps shows it
-  --nats-creds FILE   NATS credentials file (user JWT and NKEY seed, as nsc writes it)
-  --inbox-prefix P    the inbox prefix this NATS user may read (e.g. _INBOX_engine; default _INBOX)
-  --data DIR          LMDB data folder (default: one for the workspace under $XDG_DATA_HOME/turnloom, the same
-                      folder \`turnloom run\` uses there; never inside the workspace)
-  --prefix P          subject prefix (default turnloom)
-  --auth FILE         tokens and scopes as JSON: {"tokens":{"<token>":{"principal":"alice","scopes":["read","operate"]}}};
-                      "inboxPrefix":"_INBOX_alice" in an entry: answers to that token go only to that inbox space
-  --script FILE       script for the scripted provider (see docs/providers.md)
-  --max-payload N     largest request in bytes (default 1048576, or the NATS server's max_payload if smaller;
-                      at least ${MIN_MAX_PAYLOAD}, at most the server's max_payload)
-  --approval-timeout S  an approval nobody answers expires after S seconds (default: never)
-  --lease-timeout S   a worker silent this long loses its turns, which resume on another (default 10)
-  --context-window N  the model's context window in tokens, when its known one is wrong or unknown: a request
-                      estimated over it compacts older turns first (default: the model's, if known)
-  --workspace DIR     the folder the local worker's agent works in (default: this folder)
-  --no-worker         run the engine alone: turns wait for workers started with \`turnloom worker\`
-                      (and reads only the user configuration file, not the workspace's turnloom.json)
-  --cluster           one engine of a cluster (needs --nats URL[,URL…]): threads' logs live in the NATS server's
-                      JetStream, each thread is owned by one engine at a time and taken over when its engine dies,
-                      and this folder is the engine's copy (see docs/cluster.md)
-  --replicas N        copies JetStream keeps of the cluster's log (default: 3 on a clustered NATS server, else 1)
-${logUsage}
-  --inspect PORT      also serve the live state-chart inspector on http://127.0.0.1:PORT (0 picks a free port);
-                      with --auth, its page calls the API with the token in TURNLOOM_TOKEN`;
 
 const authFileHint = 'an auth file ({"tokens":{"<token>":{"principal":"alice","scopes":["read"]}}})';
 

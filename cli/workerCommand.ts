@@ -6,24 +6,11 @@ import { checkInboxPrefix, checkPrefix, natsArgOptions, connectNats, natsSetting
 import { providersFromEnvironment } from './providerRegistry.ts';
 import { commandConfig, compactionOptions } from './commandConfig.ts';
 import { untilSignal } from './untilSignal.ts';
-import { cliLogger, logArgOptions, logSettings, logUsage } from './cliLogger.ts';
+import { cliLogger, logArgOptions, logSettings } from './cliLogger.ts';
 import { startTelemetry } from './telemetry.ts';
 import { workspaceSetup } from './workspaceSetup.ts';
+import { workerUsage } from './commandUsage.ts';
 
-export const workerUsage = `turnloom worker --nats URL --workspace DIR [options]   run turns for an engine elsewhere
-  --nats URL          the NATS server the engine serves on (credentials as for serve: --nats-user,
-                      TURNLOOM_NATS_PASS, TURNLOOM_NATS_TOKEN or --nats-creds FILE)
-  --inbox-prefix P    the inbox prefix this NATS user may read (e.g. _INBOX_worker; default _INBOX)
-  --workspace DIR     the folder this worker works in
-  --env NAME          the environment it serves (default default): it runs the turns of threads that name it
-  --id ID             its worker id (default: made up)
-  --prefix P          subject prefix (default turnloom)
-  --script FILE       script for the scripted provider; provider keys come from this worker's environment
-                      (the configuration files say which variables: docs/config.md)
-  --concurrency N     turns it runs at once (default 64)
-  --context-window N  the model's context window in tokens, when its known one is wrong or unknown: a request
-                      estimated over it compacts older turns first (default: the model's, if known)
-${logUsage}`;
 
 /** A worker on its own: the engine is reached only through NATS. */
 export async function workerCommand(args: string[]): Promise<number> {

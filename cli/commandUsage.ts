@@ -1,0 +1,104 @@
+import { demoPrompt } from './demo/loginRaceProject.ts';
+
+// What each command accepts, as `--help` says it: kept apart from the commands,
+// so help and a mistyped option answer without loading what a command runs on.
+
+/** The API keeps 4096 bytes of each message for headers, so a payload limit below this leaves no room for `health`. */
+export const MIN_MAX_PAYLOAD = 8_192;
+
+export const DEFAULT_INSPECT_PORT = 4280;
+
+export const logUsage = `  --log-format F      pretty (one line per thing, the default on a terminal) or json (one object per line,
+                      the default otherwise), on standard error
+  --log-level L       debug, info (default), warn, error or silent`;
+
+export const runUsage = `turnloom run "<prompt>" [options]   one turn on the workspace, engine and worker in this process
+  --cwd DIR           the workspace the agent works in (default: this folder)
+  --provider NAME     scripted, anthropic, openai-chat or openai-responses (default: the first with a key)
+  --model NAME        the provider's model
+  --approve POLICY    ask (default in a terminal), auto (allow all), or deny (default otherwise)
+  --mode MODE         ask, auto-edits, full or read-only: what runs without asking
+  --agent NAME        build (default: does the work), plan (reads and proposes; changes nothing), explore, general,
+                      or one the configuration defines (docs/agents.md)
+  --data DIR          keep the threads in this LMDB folder (default: one for this workspace under
+                      $XDG_DATA_HOME/turnloom, never inside the workspace)
+  --continue, -c      continue the thread that ran last in this workspace (or --data folder)
+  --thread ID         continue this thread (it must be in the --data folder, or this workspace's)
+  --script FILE       script for the scripted provider (see docs/providers.md)
+  --context-window N  the model's context window in tokens, when its known one is wrong or unknown
+  --verbose           show every tool call's output (default: the tail of a failed one's)
+  --no-diff           end without the turn's diff (the changed files and their counts are still listed)
+  --json              print { threadId, title, turnId, status, error, text, toolCalls, approvals, checkpoint, usage } and nothing else
+  Colour in a terminal, unless NO_COLOR is set (FORCE_COLOR forces it, on a pipe too).
+  In a terminal, a line typed while the turn runs is steered into it (the model reads it at its next step);
+  start the line with /queue to run it as the next turn instead. The report is of the last turn that ran.
+  Keys: OPENAI_API_KEY (+ OPENAI_BASE_URL for any OpenAI-compatible server), ANTHROPIC_API_KEY.
+  Configuration: $XDG_CONFIG_HOME/turnloom/config.json and turnloom.json in the workspace (docs/config.md);
+  flags and the variables above win over them.`;
+
+export const demoUsage = `turnloom demo [options]   the seed scenario on a scratch git repository, with the scripted provider
+  --prompt TEXT       what to ask (default: "${demoPrompt}")
+  --data DIR          LMDB data folder (default: demo under $XDG_DATA_HOME/turnloom)
+  --dir DIR           build the scratch project here, an empty or new folder, and keep it (default: a temporary one)
+  --deny              refuse the test runs instead of allowing them
+  --script FILE       another script for the scripted provider (see docs/providers.md)
+  --json              print { threadId, title, status, approvals, toolCalls, checkpoint: { files, summary }, events } and nothing else`;
+
+export const serveUsage = `turnloom serve [options]
+  --nats URL          serve on this NATS server (default: the in-process bus, reachable only from this process)
+  --nats-user USER    NATS user name (or TURNLOOM_NATS_USER); its password comes from TURNLOOM_NATS_PASS, a token
+                      from TURNLOOM_NATS_TOKEN, never from the command line, where ps shows it
+  --nats-creds FILE   NATS credentials file (user JWT and NKEY seed, as nsc writes it)
+  --inbox-prefix P    the inbox prefix this NATS user may read (e.g. _INBOX_engine; default _INBOX)
+  --data DIR          LMDB data folder (default: one for the workspace under $XDG_DATA_HOME/turnloom, the same
+                      folder \`turnloom run\` uses there; never inside the workspace)
+  --prefix P          subject prefix (default turnloom)
+  --auth FILE         tokens and scopes as JSON: {"tokens":{"<token>":{"principal":"alice","scopes":["read","operate"]}}};
+                      "inboxPrefix":"_INBOX_alice" in an entry: answers to that token go only to that inbox space
+  --script FILE       script for the scripted provider (see docs/providers.md)
+  --max-payload N     largest request in bytes (default 1048576, or the NATS server's max_payload if smaller;
+                      at least ${MIN_MAX_PAYLOAD}, at most the server's max_payload)
+  --approval-timeout S  an approval nobody answers expires after S seconds (default: never)
+  --lease-timeout S   a worker silent this long loses its turns, which resume on another (default 10)
+  --context-window N  the model's context window in tokens, when its known one is wrong or unknown: a request
+                      estimated over it compacts older turns first (default: the model's, if known)
+  --workspace DIR     the folder the local worker's agent works in (default: this folder)
+  --no-worker         run the engine alone: turns wait for workers started with \`turnloom worker\`
+                      (and reads only the user configuration file, not the workspace's turnloom.json)
+  --cluster           one engine of a cluster (needs --nats URL[,URL…]): threads' logs live in the NATS server's
+                      JetStream, each thread is owned by one engine at a time and taken over when its engine dies,
+                      and this folder is the engine's copy (see docs/cluster.md)
+  --replicas N        copies JetStream keeps of the cluster's log (default: 3 on a clustered NATS server, else 1)
+${logUsage}
+  --inspect PORT      also serve the live state-chart inspector on http://127.0.0.1:PORT (0 picks a free port);
+                      with --auth, its page calls the API with the token in TURNLOOM_TOKEN`;
+
+export const workerUsage = `turnloom worker --nats URL --workspace DIR [options]   run turns for an engine elsewhere
+  --nats URL          the NATS server the engine serves on (credentials as for serve: --nats-user,
+                      TURNLOOM_NATS_PASS, TURNLOOM_NATS_TOKEN or --nats-creds FILE)
+  --inbox-prefix P    the inbox prefix this NATS user may read (e.g. _INBOX_worker; default _INBOX)
+  --workspace DIR     the folder this worker works in
+  --env NAME          the environment it serves (default default): it runs the turns of threads that name it
+  --id ID             its worker id (default: made up)
+  --prefix P          subject prefix (default turnloom)
+  --script FILE       script for the scripted provider; provider keys come from this worker's environment
+                      (the configuration files say which variables: docs/config.md)
+  --concurrency N     turns it runs at once (default 64)
+  --context-window N  the model's context window in tokens, when its known one is wrong or unknown: a request
+                      estimated over it compacts older turns first (default: the model's, if known)
+${logUsage}`;
+
+export const replayUsage = `turnloom replay <file.chunks.txt> --provider anthropic|openai-chat|openai-responses [--json]
+  serves a recorded stream (one JSON chunk per line) to the real SDK from a local
+  HTTP server, runs it through adapter → ingestion → engine, and prints the turn;
+  a recording of several responses plays one per model call`;
+
+export const inspectUsage = `turnloom inspect [options]   the live state-chart inspector for an engine on NATS, in the browser
+  --nats URL          the NATS server the engine serves on (default nats://127.0.0.1:4222; credentials as for serve:
+                      --nats-user, TURNLOOM_NATS_PASS, TURNLOOM_NATS_TOKEN or --nats-creds FILE)
+  --inbox-prefix P    the inbox prefix this NATS user may read (default _INBOX)
+  --port P            the page's port on 127.0.0.1 (default ${DEFAULT_INSPECT_PORT}; 0 picks a free one)
+  --prefix P          subject prefix (default turnloom)
+  The page calls the API with the token in TURNLOOM_TOKEN (answering approvals needs the operate scope).
+${logUsage}
+  With the embedded engine, use turnloom serve --inspect PORT instead.`;
