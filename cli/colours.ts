@@ -25,7 +25,8 @@ export interface Paint {
 }
 
 export function paint(colour: boolean): Paint {
-  const style = (format: Style) => (colour ? (text: string) => styleText(format, text) : (text: string) => text);
+  // The decision is ours (see `wantsColour`): styleText must not second-guess it from process.stdout (which under CI=true says no colour).
+  const style = (format: Style) => (colour ? (text: string) => styleText(format, text, { validateStream: false }) : (text: string) => text);
   return {
     ok: style('green'),
     failed: style('red'),
