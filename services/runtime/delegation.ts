@@ -96,17 +96,23 @@ export class Delegation {
         this.track(this.makeChild(threadId, event.turnId, event.partId));
         return;
       case 'turn.interruptRequested':
-        this.track(this.stopChildren(threadId, event.turnId, `the turn that delegated it was interrupted: ${event.reason}`));
+        if (this.delegated(threadId, event.turnId)) this.track(this.stopChildren(threadId, event.turnId, `the turn that delegated it was interrupted: ${event.reason}`));
         return;
       case 'turn.completed':
       case 'turn.failed':
       case 'turn.interrupted':
-        this.track(this.childSettled(threadId, event.turnId));
-        this.track(this.stopChildren(threadId, event.turnId, 'the turn that delegated it ended'));
+        // Every turn that settles passes here: only a child's, or a delegating one's, is worth reading the thread for.
+        if (this.engine.summary(threadId)?.parentThreadId) this.track(this.childSettled(threadId, event.turnId));
+        if (this.delegated(threadId, event.turnId)) this.track(this.stopChildren(threadId, event.turnId, 'the turn that delegated it ended'));
         return;
       default:
         return;
     }
+  }
+
+  /** Whether the turn handed any call to a child (read from memory for a thread just written). */
+  private delegated(threadId: string, turnId: string): boolean {
+    return this.engine.readTurn(threadId, turnId)?.messages[1].parts.some((part) => part.task !== null) ?? false;
   }
 
   private track(work: Promise<void>): void {
