@@ -6,7 +6,7 @@ export interface StepIngestionOptions {
   step: number;
   live?: (delta: LiveDelta) => void;
   now?: () => number;
-  /** A buffered delta is written after at most this long. */
+  /** What is ready (a buffered delta, a part's start…) is written after at most this long. */
   flushMs?: number;
   /** …or as soon as its buffer holds this many characters. */
   maxBufferChars?: number;
@@ -21,9 +21,12 @@ interface Buffer {
 
 /**
  * Turns one model call's canonical events into domain events. Deltas go out
- * at once on the live channel and are buffered for the log: a buffer is
- * written when it is old enough, full enough, or at any other event (every
- * part boundary), so a long reply is a handful of events, not thousands.
+ * at once on the live channel and are buffered for the log: a buffer becomes
+ * an event when it is full enough or at any other event (every part
+ * boundary), so a long reply is a handful of events, not thousands. What is
+ * ready is handed out only once the oldest of it has waited the window (or
+ * the call ends), so a streaming answer costs the log about one write per
+ * window however finely it arrives; readers follow the typing on the live channel.
  * It maps mechanically; whether an event is legal is for the machines to say.
  */
 export class StepIngestion {
@@ -40,6 +43,9 @@ export class StepIngestion {
   /** Parts started and not yet closed by the provider. */
   private readonly unclosed = new Set<string>();
   private pending: DomainEvent[] = [];
+  /** When the oldest of `pending` became ready; `null` while it is empty. */
+  private pendingSince: number | null = null;
+  private full = false;
   private partCount = 0;
   /** A high surrogate that ended a delta, held until its partner arrives in the next one. */
   private readonly carry = new Map<string, string>();
@@ -61,7 +67,10 @@ export class StepIngestion {
     const existing = this.buffers.get(partId);
     if (existing) existing.text += text;
     else this.buffers.set(partId, { partId, kind, text, since: this.options.now() });
-    if (this.buffers.get(partId)!.text.length >= this.options.maxBufferChars) this.flushBuffer(partId);
+    if (this.buffers.get(partId)!.text.length < this.options.maxBufferChars) return;
+    this.flushBuffer(partId);
+    // A full buffer does not wait out the window: what a fast stream piles up stays bounded.
+    this.full = true;
   }
 
   /**
@@ -95,9 +104,15 @@ export class StepIngestion {
     if (!buffer) return;
     this.buffers.delete(partId);
     const { turnId } = this.options;
-    this.pending.push(
+    this.ready(
       buffer.kind === 'content' ? { type: 'part.delta', turnId, partId, text: buffer.text } : { type: 'tool.inputDelta', turnId, partId, text: buffer.text },
+      buffer.since,
     );
+  }
+
+  private ready(event: DomainEvent, since: number): void {
+    this.pending.push(event);
+    this.pendingSince = Math.min(this.pendingSince ?? since, since);
   }
 
   private flushAll(): void {
@@ -107,7 +122,7 @@ export class StepIngestion {
   /** Emit a non-delta event: everything buffered before it goes first, keeping the log in order. */
   private emit(event: DomainEvent): void {
     this.flushAll();
-    this.pending.push(event);
+    this.ready(event, this.options.now());
   }
 
   accept(event: ProviderEvent): void {
@@ -176,19 +191,24 @@ export class StepIngestion {
     }
   }
 
-  /** How long until the oldest buffered delta is due to be written; `null` when nothing is buffered. */
+  /** How long until what waits (an event, a buffered delta) is due to be written; `null` when nothing waits. */
   nextDueInMs(): number | null {
-    let oldest: number | null = null;
+    let oldest = this.pendingSince;
     for (const buffer of this.buffers.values()) oldest = oldest === null ? buffer.since : Math.min(oldest, buffer.since);
     return oldest === null ? null : Math.max(0, oldest + this.options.flushMs - this.options.now());
   }
 
-  /** Domain events ready to be recorded; buffered deltas older than the window are included. */
+  /** Domain events to record now: everything that waits, once the oldest of it has waited the window; otherwise none. */
   take(): DomainEvent[] {
-    const now = this.options.now();
-    for (const buffer of [...this.buffers.values()]) if (now - buffer.since >= this.options.flushMs) this.flushBuffer(buffer.partId);
+    return this.full || this.nextDueInMs() === 0 ? this.handOut() : [];
+  }
+
+  private handOut(): DomainEvent[] {
+    this.flushAll();
     const ready = this.pending;
     this.pending = [];
+    this.pendingSince = null;
+    this.full = false;
     return ready;
   }
 
@@ -217,8 +237,7 @@ export class StepIngestion {
   /** Everything, buffered or not: at the end of the call. */
   drain(): DomainEvent[] {
     for (const { partId, kind } of this.parts.values()) this.releaseCarry(partId, kind === 'tool' ? 'toolInput' : kind);
-    this.flushAll();
-    return this.take();
+    return this.handOut();
   }
 
   /** Ids of parts this call opened, in order. */

@@ -11,18 +11,30 @@ export interface OutboxBounds {
 }
 
 type Write =
-  | { kind: 'record'; seq: number; events: DomainEvent[]; bytes: number; done: (result: CommandResult) => void; fail: (error: unknown) => void }
+  | { kind: 'record'; events: DomainEvent[]; bytes: number; done: (result: CommandResult) => void; fail: (error: unknown) => void }
   | { kind: 'settle'; outcome: SettleRequest['outcome']; bytes: number; done: (result: CommandResult) => void; fail: (error: unknown) => void };
 
 /**
- * Everything a worker writes under one lease, in order, one write at a time.
- * A write the engine cannot take now (it is restarting, NATS is down) is
- * kept and sent again with the same number, so the engine answers a retry
- * from its receipt instead of writing twice. The turn goes on meanwhile; what
- * piles up is bounded, and past the bound `overloaded` tells the turn to stop.
+ * How much one request may carry when queued records are merged: well inside
+ * NATS's default max_payload of 1 MiB. A single record larger than this still
+ * goes, alone, as it would have.
+ */
+const MERGE_MAX_BYTES = 256 * 1024;
+const MERGE_MAX_EVENTS = 1_000;
+
+/**
+ * Everything a worker writes under one lease, in order, one request at a
+ * time. Records queued while a request is out (or within the same tick) go
+ * together as the next request: one durable commit instead of one each, so a
+ * turn waits for the disk about as often as its crash story needs and no
+ * more. A request the engine cannot take now (it is restarting, NATS is down)
+ * is kept and sent again with the same number, so the engine answers a retry
+ * instead of writing twice. The turn goes on meanwhile; what piles up is
+ * bounded, and past the bound `overloaded` tells the turn to stop.
  */
 export class Outbox {
   private readonly queue: Write[] = [];
+  private held: DomainEvent[] = [];
   private seq = 0;
   private pumping = false;
   private readonly idle: Array<() => void> = [];
@@ -51,10 +63,19 @@ export class Outbox {
     return { events: this.pendingEvents, bytes: this.pendingBytes };
   }
 
-  /** Queues events; resolves with the engine's answer once they are durable. Nothing to write resolves at once. */
-  record(events: DomainEvent[]): Promise<CommandResult | null> {
+  /**
+   * Events that go first in the turn's next write, whatever it is (a turn's
+   * start rides with its first step); until then nothing waits for them, `flushed()` included.
+   */
+  hold(events: DomainEvent[]): void {
+    this.held.push(...events);
+  }
+
+  /** Queues events (after any held ones); resolves with the engine's answer once they are durable. Nothing to write resolves at once. */
+  record(recorded: DomainEvent[]): Promise<CommandResult | null> {
+    const events = this.held.length > 0 ? [...this.held.splice(0), ...recorded] : recorded;
     if (events.length === 0) return Promise.resolve(null);
-    return this.enqueue((done, fail) => ({ kind: 'record', seq: ++this.seq, events, bytes: jsonBytes(events), done, fail }), events.length);
+    return this.enqueue((done, fail) => ({ kind: 'record', events, bytes: jsonBytes(events), done, fail }), events.length);
   }
 
   /** Queues events without waiting; a failure is kept in `failure` for the turn to find. */
@@ -63,6 +84,7 @@ export class Outbox {
   }
 
   settle(outcome: SettleRequest['outcome']): Promise<CommandResult | null> {
+    if (this.held.length > 0) this.push([]);
     return this.enqueue((done, fail) => ({ kind: 'settle', outcome, bytes: jsonBytes(outcome), done, fail }), 0);
   }
 
@@ -96,31 +118,57 @@ export class Outbox {
   private pump(): void {
     if (this.pumping) return;
     this.pumping = true;
-    void this.drain().finally(() => {
-      this.pumping = false;
-      // A write queued while the last one was being answered would otherwise wait for the next write.
-      if (this.queue.length > 0) this.pump();
+    // A turn usually writes several things in a row (a stream's end, then the tool it asked for): they leave together.
+    setImmediate(() => {
+      void this.drain().finally(() => {
+        this.pumping = false;
+        // A write queued while the last one was being answered would otherwise wait for the next write.
+        if (this.queue.length > 0) this.pump();
+      });
     });
   }
 
+  /** The next request: a settle alone, or the records at the head of the queue, as many as fit in one. */
+  private nextBatch(): Write[] {
+    const first = this.queue[0]!;
+    if (first.kind === 'settle') return [first];
+    const batch = [first];
+    let bytes = first.bytes;
+    let events = first.events.length;
+    for (const write of this.queue.slice(1)) {
+      if (write.kind !== 'record' || bytes + write.bytes > MERGE_MAX_BYTES || events + write.events.length > MERGE_MAX_EVENTS) break;
+      batch.push(write);
+      bytes += write.bytes;
+      events += write.events.length;
+    }
+    return batch;
+  }
+
+  private send(batch: Write[]): Promise<CommandResult> {
+    const { workerId, threadId, turnId, token, key } = this.proof;
+    const first = batch[0]!;
+    if (first.kind === 'settle') return this.link.persist<CommandResult>('settle', { workerId, threadId, turnId, token, key, outcome: first.outcome }, this.signal, this.headers());
+    const events = batch.flatMap((write) => (write.kind === 'record' ? write.events : []));
+    return this.link.persist<CommandResult>('record', { workerId, threadId, turnId, token, key, seq: ++this.seq, events }, this.signal, this.headers());
+  }
+
   private async drain(): Promise<void> {
-    for (let write = this.queue[0]; write; write = this.queue[0]) {
+    while (this.queue.length > 0) {
+      const batch = this.nextBatch();
       try {
-        if (this.refuses(write)) throw this.failure;
-        const { workerId, threadId, turnId, token, key } = this.proof;
-        const result =
-          write.kind === 'record'
-            ? await this.link.persist<CommandResult>('record', { workerId, threadId, turnId, token, key, seq: write.seq, events: write.events }, this.signal, this.headers())
-            : await this.link.persist<CommandResult>('settle', { workerId, threadId, turnId, token, key, outcome: write.outcome }, this.signal, this.headers());
+        if (this.refuses(batch[0]!)) throw this.failure;
+        const result = await this.send(batch);
         this.lastSeq = Math.max(this.lastSeq, result.toThreadSeq);
-        write.done(result);
+        for (const write of batch) write.done(result);
       } catch (error) {
         this.failure ??= error;
-        write.fail(error);
+        for (const write of batch) write.fail(error);
       } finally {
-        this.queue.shift();
-        if (write.kind === 'record') this.pendingEvents -= write.events.length;
-        this.pendingBytes -= write.bytes;
+        this.queue.splice(0, batch.length);
+        for (const write of batch) {
+          if (write.kind === 'record') this.pendingEvents -= write.events.length;
+          this.pendingBytes -= write.bytes;
+        }
       }
     }
     for (const resolve of this.idle.splice(0)) resolve();

@@ -86,10 +86,12 @@ export async function retryAfterError(work: TurnWork, adapter: ProviderAdapter, 
 
 /** The `turnStopping` listeners, one after another; each may steer input in, which the inbox then decides on. */
 export async function turnStopping(work: TurnWork, adapter: ProviderAdapter, step: number): Promise<void> {
+  const hooks = work.hooks.turnStopping ?? [];
+  if (hooks.length === 0) return;
   const context = contextOf(work, adapter, step);
   // The listeners see the answer that just ended, as the log has it.
   await reachWritten(work);
-  for (const hook of work.hooks.turnStopping ?? []) {
+  for (const hook of hooks) {
     const steer = async (text: string) => {
       await work.outbox.record([{ type: 'input.steered', turnId: work.turnId, inputId: `hook-${randomUUID()}`, text }, hookActivity(work.turnId, hook.name, 'steered input in', { decision: 'steer' })]);
     };

@@ -91,7 +91,8 @@ async function runTurnToEnd(work: TurnWork): Promise<void> {
   try {
     const adapter = work.adapter;
     if (!adapter) throw new TurnloomError('unavailable', `no provider "${turn().provider.name}" is configured on this worker`);
-    if (turn().state === 'requested') await open(work, adapter);
+    // A turn nobody started yet starts in the same request as its first step (or whatever it writes first).
+    if (turn().state === 'requested') outbox.hold(await openingEvents(work, adapter));
     const tools = withTaskTool(work, turnTools(adapter.tools, work.tools));
     let attempt = 1;
     let hookRetries = 0;
@@ -151,7 +152,8 @@ async function runTurnToEnd(work: TurnWork): Promise<void> {
       }
       outbox.push([{ type: 'tools.started', turnId, step, toolCallIds: answer.toolCalls.map((call) => call.callId) }]);
       await runCalls(work, answer.toolCalls, tools);
-      await outbox.record([closeStep(turnId, answer, 'toolCalls')]);
+      // Durable with the next step's start (or whatever ends the turn): nothing acts on it before.
+      outbox.push([closeStep(turnId, answer, 'toolCalls')]);
       if (++answered >= options.maxSteps) throw stepLimit(options.maxSteps);
     }
   } catch (error) {
@@ -194,8 +196,8 @@ async function claimWaitingInput(work: TurnWork, step: number): Promise<void> {
   await reachWritten(work);
 }
 
-/** A turn nobody started yet: the provider session comes up if it must, and the turn starts. */
-async function open(work: TurnWork, adapter: ProviderAdapter): Promise<void> {
+/** A turn nobody started yet: the provider session comes up if it must; what says so, and that the turn started, is for the caller to write. */
+async function openingEvents(work: TurnWork, adapter: ProviderAdapter): Promise<DomainEvent[]> {
   const opening: DomainEvent[] = [];
   if (work.fold.context.view!.session.state === 'starting') {
     try {
@@ -205,7 +207,7 @@ async function open(work: TurnWork, adapter: ProviderAdapter): Promise<void> {
       throw error;
     }
   }
-  await work.outbox.record([...opening, { type: 'turn.started', turnId: work.turnId }]);
+  return [...opening, { type: 'turn.started', turnId: work.turnId }];
 }
 
 
@@ -251,7 +253,6 @@ async function streamStep(work: TurnWork, adapter: ProviderAdapter, request: Pro
     }
     if (ingestion.stopReason === null) throw new StepFailed({ kind: 'connection', message: 'the stream ended before the answer completed', status: null, retryAfterMs: null });
     ingestion.closeUnfinished();
-    await work.outbox.record(ingestion.drain());
   } catch (error) {
     if (signal.aborted) throw error;
     if (idle) throw new StepFailed({ kind: 'connection', message: `no data for ${options.idleTimeoutMs} ms`, status: null, retryAfterMs: null });
@@ -261,7 +262,8 @@ async function streamStep(work: TurnWork, adapter: ProviderAdapter, request: Pro
     clearTimeout(timer);
     clearTimeout(due);
     signal.removeEventListener('abort', onAbort);
-    // On a failure or an interrupt, whatever arrived is still kept, as far as it can be.
+    // The answer goes with whatever the turn writes next (it acts on it only after a write it waits for);
+    // on a failure or an interrupt, whatever arrived is still kept, as far as it can be.
     outbox.push(ingestion.drain());
   }
 }
@@ -379,7 +381,8 @@ async function finishTool(work: TurnWork, call: ToolCall, tools: ToolExecutor, p
     })
     .finally(() => output.close());
   ran(result.isError);
-  await work.outbox.record([toolOutcomeEvent(turnId, partId, call, cutToolOutput(result.output, options.maxToolOutputChars), result.isError)]);
+  // Durable with the turn's next write: what comes next waits for the log anyway, and a loss in between reads as an unknown outcome, never a second run.
+  work.outbox.push([toolOutcomeEvent(turnId, partId, call, cutToolOutput(result.output, options.maxToolOutputChars), result.isError)]);
 }
 
 /**
@@ -415,9 +418,10 @@ const endTurnTools = (work: TurnWork): Promise<void> => work.tools?.endTurn?.(wo
 async function captureAfter(work: TurnWork): Promise<void> {
   const { checkpoints, turnId, threadId } = work;
   await endTurnTools(work);
+  if (!checkpoints || 'off' in checkpoints) return;
   await reachWritten(work);
   const before = work.fold.context.view!.turns[turnId]!.checkpoint?.before;
-  if (!checkpoints || 'off' in checkpoints || !before) return;
+  if (!before) return;
   try {
     const tree = await checkpoints.store.capture(threadId, turnId, 'after');
     const diff = await diffToRecord(checkpoints.store, before.commit, tree.commit);

@@ -116,7 +116,7 @@ export class Worker {
       maxSteps: 50,
       maxToolOutputChars: 100_000,
       runTools: true,
-      flushMs: 50,
+      flushMs: 1_000,
       maxBufferChars: 24_000,
       random: Math.random,
       ...loop,

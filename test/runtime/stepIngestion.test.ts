@@ -14,6 +14,8 @@ describe('step ingestion', () => {
     const { step, live, advance } = ingestion();
     step.accept({ type: 'turn.started', responseId: 'r', model: 'm' });
     step.accept({ type: 'segment.started', segmentId: 'a', kind: 'text' });
+    expect(step.take()).toEqual([]);
+    advance(50);
     expect(step.take().map((event) => event.type)).toEqual(['response.started', 'part.started']);
     step.accept({ type: 'text.delta', segmentId: 'a', text: 'Hel' });
     step.accept({ type: 'text.delta', segmentId: 'a', text: 'lo' });
@@ -25,11 +27,11 @@ describe('step ingestion', () => {
     expect(step.take()).toEqual([{ type: 'part.delta', turnId: 't', partId: 't-s1-1', text: 'Hello' }]);
   });
 
-  it('says when the oldest buffered delta falls due, so one timer can write it right then', () => {
+  it('says when the oldest buffered delta falls due, so one timer can write it right then, with everything else that waits', () => {
     const { step, advance } = ingestion();
     step.accept({ type: 'segment.started', segmentId: 'a', kind: 'text' });
     step.accept({ type: 'segment.started', segmentId: 'b', kind: 'reasoning' });
-    step.take();
+    step.drain();
     expect(step.nextDueInMs()).toBeNull();
     step.accept({ type: 'text.delta', segmentId: 'a', text: 'first' });
     advance(20);
@@ -37,17 +39,15 @@ describe('step ingestion', () => {
     expect(step.nextDueInMs()).toBe(30);
     advance(30);
     expect(step.nextDueInMs()).toBe(0);
-    expect(step.take().map((event) => (event as { text?: string }).text)).toEqual(['first']);
-    expect(step.nextDueInMs()).toBe(20);
-    advance(25);
-    expect(step.take().map((event) => (event as { text?: string }).text)).toEqual(['second']);
+    // Whatever waits goes with the oldest: one write per window, not one per part.
+    expect(step.take().map((event) => (event as { text?: string }).text)).toEqual(['first', 'second']);
     expect(step.nextDueInMs()).toBeNull();
   });
 
   it('writes a buffer as soon as it reaches the size cap', () => {
     const { step } = ingestion({ maxBufferChars: 10 });
     step.accept({ type: 'segment.started', segmentId: 'a', kind: 'reasoning' });
-    step.take();
+    step.drain();
     step.accept({ type: 'text.delta', segmentId: 'a', text: '123456' });
     expect(step.take()).toEqual([]);
     step.accept({ type: 'text.delta', segmentId: 'a', text: '7890' });
@@ -63,7 +63,7 @@ describe('step ingestion', () => {
     step.accept({ type: 'toolCall.inputDelta', callId: 'c1', text: '"ls"}' });
     step.accept({ type: 'toolCall.ready', callId: 'c1', input: { cmd: 'ls' } });
     step.accept({ type: 'segment.completed', segmentId: 'a', signature: null });
-    expect(step.take().map((event) => [event.type, 'text' in event ? event.text : undefined])).toEqual([
+    expect(step.drain().map((event) => [event.type, 'text' in event ? event.text : undefined])).toEqual([
       ['part.started', undefined],
       ['part.delta', 'x'],
       ['part.started', undefined],
@@ -78,9 +78,22 @@ describe('step ingestion', () => {
     const { step } = ingestion();
     step.accept({ type: 'segment.started', segmentId: '0', kind: 'text' });
     step.accept({ type: 'segment.started', segmentId: '0', kind: 'text' });
-    const started = step.take().filter((event) => event.type === 'part.started');
+    const started = step.drain().filter((event) => event.type === 'part.started');
     expect(started).toHaveLength(2);
     expect(new Set(started.map((event) => ('partId' in event ? event.partId : '')))).toEqual(new Set(['t-s1-1']));
+  });
+
+  it('holds a part’s start and end with the deltas, so a fast answer is one write however many pieces it came in', () => {
+    const { step, advance } = ingestion();
+    step.accept({ type: 'turn.started', responseId: 'r', model: 'm' });
+    step.accept({ type: 'segment.started', segmentId: 'a', kind: 'text' });
+    for (let n = 0; n < 100; n++) step.accept({ type: 'text.delta', segmentId: 'a', text: 'x' });
+    step.accept({ type: 'segment.completed', segmentId: 'a', signature: null });
+    advance(49);
+    expect(step.take()).toEqual([]);
+    expect(step.nextDueInMs()).toBe(1);
+    step.accept({ type: 'turn.completed', stopReason: 'stop', rawReason: null });
+    expect(step.drain().map((event) => event.type)).toEqual(['response.started', 'part.started', 'part.delta', 'part.completed', 'response.completed']);
   });
 
   it('drains everything at the end of the call', () => {

@@ -107,7 +107,7 @@ describe('the in-process turn runner', () => {
   });
 
   it('interrupts mid-stream: the provider confirms, partial text is kept, the step and turn close', async () => {
-    const script: ScriptInput = { chunkSize: 1, delayMs: 20, steps: [[{ text: 'a long answer that keeps on going and going' }]] };
+    const script: ScriptInput = { chunkSize: 1, delayMs: 20, steps: [[{ text: 'a long answer that keeps on going and going '.repeat(5) }]] };
     const { client, threadId } = await setup({ scripted: new ScriptedProvider(script) });
     const { turnId } = await client.call('turn.start', { threadId, input: { text: 'talk' } });
     await expect.poll(async () => (await turnState(client, threadId, turnId)).messages[1].parts[0]?.text.length ?? 0, { timeout: 10_000 }).toBeGreaterThan(2);
@@ -227,7 +227,8 @@ describe('the in-process turn runner', () => {
   });
 
   it('keeps turns of different threads apart even when they share a turn id', async () => {
-    const script: ScriptInput = { chunkSize: 1, delayMs: 10, steps: [[{ text: 'a slow answer' }]] };
+    // Long enough to outlast the worker's write window, so the log says it streams while it does.
+    const script: ScriptInput = { chunkSize: 1, delayMs: 10, steps: [[{ text: 'a slow answer '.repeat(20) }]] };
     const { client } = await setup({ scripted: new ScriptedProvider(script) });
     const [a, b] = await Promise.all([client.call('thread.create', {}), client.call('thread.create', {})]);
     await client.call('turn.start', { threadId: a.threadId, turnId: 'same', input: { text: 'one' } });

@@ -125,7 +125,7 @@ describe('workers on the in-process bus', () => {
   it('fails a turn whose writes pile up past the bound while the engine is away, and says so when it is back', async () => {
     hub = new InProcessHub();
     await serve();
-    await worker('w1', { chunkSize: 2, delayMs: 10, steps: [[{ wait: 300 }, { text: slowText }]] }, { outbox: { maxEvents: 5 } });
+    await worker('w1', { chunkSize: 2, delayMs: 10, steps: [[{ wait: 300 }, { text: slowText }]] }, { outbox: { maxEvents: 5 }, loop: { flushMs: 50 } });
     const api = new TurnloomClient(hub.connect());
     const { threadId } = await api.call('thread.create', {});
     const { turnId } = await api.call('turn.start', { threadId, input: { text: 'talk' } });

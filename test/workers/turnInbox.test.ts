@@ -173,7 +173,7 @@ describe('the turn inbox: input given while a turn runs', () => {
   });
 
   it('interrupts the open turn and starts the new one only after it settled', async () => {
-    fx = await openApiFixture({ providers: { scripted: new ScriptedProvider({ chunkSize: 4, delayMs: 20, steps: [[{ text: 'A long answer that the user will cut short. '.repeat(4) }]] }) } });
+    fx = await openApiFixture({ providers: { scripted: new ScriptedProvider({ chunkSize: 4, delayMs: 20, steps: [[{ text: 'A long answer that the user will cut short. '.repeat(12) }]] }) } });
     const client = await fx.client();
     const { threadId } = await client.call('thread.create', {});
     const { turnId: firstId } = await client.call('turn.start', { threadId, input: { text: 'go on at length' } });
