@@ -199,11 +199,11 @@ export async function runEmbedded(request: RunRequest): Promise<RunReport> {
       const followThrough = async (target: string) => {
         for (let open = openTurn(); open !== null && open !== target; open = openTurn()) {
           say(`turn ${open} of this thread, left open by a run that stopped, goes on first`);
-          await follow(client, watch, open, new TurnProgress(), view, answerOne);
+          await follow(client, watch, open, view, answerOne);
           // Stopped while it ran: ours is stopped too rather than started.
           if (interrupts > 0 && openTurn() === target) stopOpenTurn();
         }
-        await follow(client, watch, target, new TurnProgress(), view, answerOne);
+        await follow(client, watch, target, view, answerOne);
       };
       await followThrough(turnId);
       // Queued prompts run one after another once this turn settled, unless it was interrupted.
@@ -247,10 +247,10 @@ function follow(
   client: TurnloomClient,
   watch: Awaited<ReturnType<TurnloomClient['watchThread']>>,
   turnId: string,
-  progress: TurnProgress,
   view: TerminalView | null,
   answer: (approval: PendingApproval) => Promise<void>,
 ): Promise<void> {
+  const progress = new TurnProgress(turnId);
   return new Promise<void>((resolve, reject) => {
     let answering = Promise.resolve();
     const asked = new Set<string>();
@@ -283,9 +283,13 @@ function follow(
         .catch(fail);
     }, CHILD_APPROVALS_MS);
     const subscription = watch.store.subscribe(check);
+    const offLive = watch.onLive((delta) => {
+      for (const item of progress.live(delta)) view?.show(item);
+    });
     function finish(done: () => void) {
       clearInterval(childApprovals);
       subscription.unsubscribe();
+      offLive();
       done();
     }
     function fail(error: unknown) {

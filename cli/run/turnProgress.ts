@@ -1,4 +1,5 @@
 import type { ApprovalView, PartView, TurnView } from '../../domain/index.ts';
+import type { LiveDelta } from '../../protocol/index.ts';
 import { visible } from '../terminalText.ts';
 
 /** What a terminal shows next of a running turn. */
@@ -31,23 +32,44 @@ export function toolLabel(name: string, input: unknown): string {
 /**
  * Turns successive views of one turn into what is new since the last one:
  * text as it grows, tool calls as they start and end, approvals as they are
- * asked. Everything comes from the committed log, so what is shown is what
- * was recorded.
+ * asked. Text is shown as it is typed, from the live channel, and the log
+ * fills in whatever the live channel did not bring (the log is written
+ * about once a second); everything else comes from the committed log, so
+ * what is shown is what was recorded.
  */
 export class TurnProgress {
-  private readonly shown = new Map<string, number>();
+  /** Each text part's text as shown so far: the log's and the live channel's agree on every prefix. */
+  private readonly shown = new Map<string, string>();
+  /** Each text part's text as the live channel brought it. */
+  private readonly typed = new Map<string, string>();
   private readonly running = new Set<string>();
   private readonly closed = new Set<string>();
   private readonly asked = new Set<string>();
   private noted = 0;
 
+  constructor(private readonly turnId: string) {}
+
+  /** A delta of the live channel: text of this turn shown at once. */
+  live(delta: LiveDelta): Progress[] {
+    if (delta.turnId !== this.turnId || (delta.kind !== 'text' && delta.kind !== 'reasoning')) return [];
+    const typed = (this.typed.get(delta.partId) ?? '') + delta.text;
+    this.typed.set(delta.partId, typed);
+    return this.grown(delta.partId, delta.kind, typed);
+  }
+
+  /** What `text` adds to what is shown of a part; nothing when it is behind (the live channel is ahead of the log) or elsewhere. */
+  private grown(partId: string, kind: 'text' | 'reasoning', text: string): Progress[] {
+    const shown = this.shown.get(partId) ?? '';
+    if (text.length <= shown.length || !text.startsWith(shown)) return [];
+    this.shown.set(partId, text);
+    return [{ kind, partId, text: text.slice(shown.length) }];
+  }
+
   next(turn: TurnView): Progress[] {
     const out: Progress[] = [];
     for (const part of turn.messages[1].parts) {
       if (part.kind !== 'tool') {
-        const from = this.shown.get(part.id) ?? 0;
-        if (part.text.length > from) out.push({ kind: part.kind, partId: part.id, text: part.text.slice(from) });
-        this.shown.set(part.id, part.text.length);
+        out.push(...this.grown(part.id, part.kind, part.text));
         continue;
       }
       const label = toolLabel(part.tool!.name, part.tool!.input);
