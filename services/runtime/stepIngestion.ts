@@ -240,6 +240,11 @@ export class StepIngestion {
     return this.handOut();
   }
 
+  /** The part of each tool call this call streamed, by call id. */
+  callParts(): Map<string, string> {
+    return new Map([...this.parts].filter(([key]) => key.startsWith('call:')).map(([key, { partId }]) => [key.slice('call:'.length), partId]));
+  }
+
   /** Ids of parts this call opened, in order. */
   partIds(): string[] {
     return [...new Set([...this.parts.values()].map(({ partId }) => partId))];

@@ -3,6 +3,7 @@ import { previewOf } from './callPreview.ts';
 import { LiveToolOutput } from './liveToolOutput.ts';
 import { setTimeout as sleep } from 'node:timers/promises';
 import {
+  type ApprovalView,
   type DomainEvent,
   type PartView,
   type PermissionMode,
@@ -151,7 +152,7 @@ async function runTurnToEnd(work: TurnWork): Promise<void> {
         return;
       }
       outbox.push([{ type: 'tools.started', turnId, step, toolCallIds: answer.toolCalls.map((call) => call.callId) }]);
-      await runCalls(work, answer.toolCalls, tools);
+      await runCalls(work, answer.toolCalls, tools, ingestion.callParts());
       // Durable with the next step's start (or whatever ends the turn): nothing acts on it before.
       outbox.push([closeStep(turnId, answer, 'toolCalls')]);
       if (++answered >= options.maxSteps) throw stepLimit(options.maxSteps);
@@ -295,11 +296,11 @@ async function resumeStep(work: TurnWork, tools: ToolExecutor): Promise<void> {
  * run at the same time (each child is a turn of its own, on any worker), and
  * the call after them waits for all of them.
  */
-async function runCalls(work: TurnWork, calls: readonly ToolCall[], tools: ToolExecutor): Promise<void> {
+async function runCalls(work: TurnWork, calls: readonly ToolCall[], tools: ToolExecutor, streamed: ReadonlyMap<string, string> = new Map()): Promise<void> {
   for (let at = 0; at < calls.length; ) {
     let end = at + 1;
     if (calls[at]!.name === TASK_TOOL) while (end < calls.length && calls[end]!.name === TASK_TOOL) end += 1;
-    const ran = await Promise.allSettled(calls.slice(at, end).map((call) => runTool(work, call, tools)));
+    const ran = await Promise.allSettled(calls.slice(at, end).map((call) => runTool(work, call, tools, streamed.get(call.callId))));
     const failed = ran.find((outcome) => outcome.status === 'rejected');
     if (failed) throw failed.reason;
     if (work.signal.aborted) throw work.signal.reason;
@@ -311,8 +312,16 @@ async function runCalls(work: TurnWork, calls: readonly ToolCall[], tools: ToolE
 const partOf = (work: TurnWork, call: ToolCall): PartView | undefined =>
   work.fold.context.view!.turns[work.turnId]!.messages[1].parts.find((candidate) => candidate.tool?.callId === call.callId);
 
-async function runTool(work: TurnWork, call: ToolCall, tools: ToolExecutor): Promise<void> {
+/**
+ * Where a call stands before it is decided. A call its step just streamed
+ * (`streamedPartId`) is decided at once, so its start can go in the same
+ * write as the answer (the machines still judge it there, and it runs only
+ * once the fold says it is executing). Any other is read from the fold,
+ * which may say there is nothing to decide: `null`.
+ */
+async function callToDecide(work: TurnWork, call: ToolCall, tools: ToolExecutor, streamedPartId: string | undefined): Promise<{ partId: string; asked: ApprovalView | undefined } | null> {
   const { turnId } = work;
+  if (streamedPartId !== undefined) return { partId: streamedPartId, asked: undefined };
   await reachWritten(work);
   const part = partOf(work, call);
   const approvalId = part && approvalIdFor(part.id);
@@ -320,10 +329,21 @@ async function runTool(work: TurnWork, call: ToolCall, tools: ToolExecutor): Pro
   // Denied while nobody held the turn (a resumed step): the part is closed, and acting on the refusal is consuming it.
   if (asked?.state === 'denied') await work.outbox.record([{ type: 'approval.consumed', turnId, approvalId: asked.id }]);
   // Handed to a child before its worker was lost: its outcome comes from the child, so it is waited for, never run again.
-  if (part?.state === 'running.tool.executing' && part.task) return finishTool(work, call, tools, part.id, 'read');
+  if (part?.state === 'running.tool.executing' && part.task) {
+    await finishTool(work, call, tools, part.id, 'read');
+    return null;
+  }
   // Refused earlier (its diagnostic says why), or already run; a call asked about before a lost worker resumes here.
-  if (!part || !(part.state === 'running.tool.inputReady' || part.state === 'running.tool.awaitingApproval')) return;
-  const partId = part.id;
+  if (!part || !(part.state === 'running.tool.inputReady' || part.state === 'running.tool.awaitingApproval')) return null;
+  return { partId: part.id, asked };
+}
+
+async function runTool(work: TurnWork, call: ToolCall, tools: ToolExecutor, streamedPartId: string | undefined): Promise<void> {
+  const { turnId } = work;
+  const standing = await callToDecide(work, call, tools, streamedPartId);
+  if (!standing) return;
+  const { partId, asked } = standing;
+  const approvalId = approvalIdFor(partId);
   const executing: DomainEvent = { type: 'tool.executing', turnId, partId, toolCallId: call.callId };
   const agent = turnAgent(work);
   // The model may name a tool it was not offered: the agent's list is a limit, not a hint.
@@ -344,21 +364,21 @@ async function runTool(work: TurnWork, call: ToolCall, tools: ToolExecutor): Pro
   if (permission === 'ask') {
     if (!asked) {
       const preview = await previewOf(tools, call, work.log);
-      await work.outbox.record([{ type: 'approval.requested', turnId, approvalId: approvalId!, partId, toolCallId: call.callId, toolName: call.name, input: call.input, kind, subject, preview }]);
+      await work.outbox.record([{ type: 'approval.requested', turnId, approvalId: approvalId, partId, toolCallId: call.callId, toolName: call.name, input: call.input, kind, subject, preview }]);
       await reachWritten(work);
     }
     // Refused by the machines (the turn is being stopped): nobody will answer, so nothing runs.
     if (!work.fold.context.view!.turns[turnId]!.approvals.some((approval) => approval.id === approvalId)) return;
-    const answered = work.tracing.approval(approvalId!, call.name);
-    const decision = await decided(work, approvalId!).catch((error: unknown) => {
+    const answered = work.tracing.approval(approvalId, call.name);
+    const decision = await decided(work, approvalId).catch((error: unknown) => {
       answered('none: the turn stopped');
       throw error;
     });
     answered(decision);
     // Acting on the decision is consuming it, a refusal included: the second confirmation.
-    if (decision === 'denied') await work.outbox.record([{ type: 'approval.consumed', turnId, approvalId: approvalId! }]);
+    if (decision === 'denied') await work.outbox.record([{ type: 'approval.consumed', turnId, approvalId: approvalId }]);
     if (decision !== 'granted') return;
-    consumed.push({ type: 'approval.consumed', turnId, approvalId: approvalId! });
+    consumed.push({ type: 'approval.consumed', turnId, approvalId: approvalId });
   }
   if (kind !== 'read') await captureBefore(work);
   await work.outbox.record([...consumed, executing]);

@@ -35,7 +35,7 @@ function witnessTool(store: LmdbStore, thread: { id: string }, seen: { executing
 }
 
 describe('durable writes per turn', () => {
-  it('a turn that streams, calls a tool and streams again commits 6 times from its worker, and the tool runs only once its start is on disk', async () => {
+  it('a turn that streams, calls a tool and streams again commits 5 times from its worker, and the tool runs only once its start is on disk', async () => {
     const store = LmdbStore.open(dir.path);
     const commits: CommitBatch[] = [];
     const commit = store.commit.bind(store);
@@ -64,8 +64,9 @@ describe('durable writes per turn', () => {
 
     const worker = commits.filter((batch) => batch.commandId.startsWith('sys:record:'));
     const types = worker.map((batch) => batch.events.map(({ event }) => event.type));
-    // Each write ends where the turn has to wait: the step it asks for, the tool it runs, the turn's end.
-    expect(types.map((events) => events.at(-1))).toEqual(['step.started', 'tools.started', 'tool.executing', 'step.finished', 'step.started', 'turn.completed']);
+    // Each write ends where the turn has to wait: the step it asks for, the tool it runs (with the answer that asked for it), the turn's end.
+    expect(types.map((events) => events.at(-1))).toEqual(['step.started', 'tool.executing', 'step.finished', 'step.started', 'turn.completed']);
+    expect(types[1]!.slice(-3)).toEqual(['response.completed', 'tools.started', 'tool.executing']);
     expect(types[0]).toEqual(['session.started', 'turn.started', 'request.context', 'request.header', 'step.started']);
     const text = worker.flatMap((batch) => batch.events.map(({ event }) => event)).filter((event) => event.type === 'part.delta');
     expect(text.map((event) => ('text' in event ? event.text : '')).join('')).toBe('x'.repeat(2_000) + 'y'.repeat(500));
