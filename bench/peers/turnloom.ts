@@ -80,8 +80,13 @@ export const turnloom: Contender = {
           await sleep(20);
         }
         const turn = (await server.engine.getThread(thread)).turns[turnId]!;
-        const unknown = turn.messages[1].parts.filter((part) => part.tool?.outcome === 'unknown').length;
-        return { keptChars, outcome: `${turn.state}${unknown ? ', the running call recorded as outcome unknown' : ''}` };
+        const parts = turn.messages[1].parts;
+        const closed = parts.filter((part) => part.state === 'interrupted').length;
+        const unknown = parts.some((part) => part.tool?.outcome === 'unknown');
+        return {
+          keptChars,
+          outcome: `${turn.state}, taken up from the log by the new process's worker (${closed} part${closed === 1 ? '' : 's'} left open closed as interrupted${unknown ? `, the running call's outcome recorded as unknown, not run again` : ''})`,
+        };
       },
       async close() {
         await server.stop();

@@ -30,6 +30,10 @@ export interface WorkloadOptions {
 
 export const timedWorkload: WorkloadOptions = { chunkDelayMs: 0, tool: async () => TOOL_RESULT };
 
+/** How long the kill tests' tool takes, and the pause between chunks when a stream is to be killed halfway. */
+export const KILL_TOOL_MS = 300;
+export const KILL_CHUNK_DELAY_MS = 20;
+
 /** A tool that leaves a line in `path` each time it runs, then takes `ms` (what the kill tests count and kill in). */
 export const countedTool =
   (path: string, ms: number, onStart?: () => void) =>
