@@ -22,7 +22,7 @@ const PEERS = ['@langchain/langgraph', '@langchain/langgraph-checkpoint-sqlite',
 const sizesFor = (smoke: boolean) =>
   smoke
     ? { rounds: 1, sequentialTurns: 2, inFlight: 5, concurrentTurns: 10, concurrentRounds: 1, growthTurns: 5, growthWindow: 2, syncTurns: 2 }
-    : { rounds: 5, sequentialTurns: 20, inFlight: 50, concurrentTurns: 500, concurrentRounds: 3, growthTurns: 200, growthWindow: 10, syncTurns: 50 };
+    : { rounds: 5, sequentialTurns: 20, inFlight: 50, concurrentTurns: 200, concurrentRounds: 2, growthTurns: 200, growthWindow: 10, syncTurns: 50 };
 type Sizes = ReturnType<typeof sizesFor>;
 
 /** Every contender's value, turnloom first: what each figure's note names. */
