@@ -58,6 +58,16 @@ export async function interleaved(rounds: number, baseline: () => Promise<number
   return { baseline: median(base), subject: median(measured), rounds };
 }
 
+/**
+ * `interleaved` for any number of subjects: each round measures every one of
+ * them in turn, in the order given; returns each one's samples by key.
+ */
+export async function inRounds<K extends string, T>(rounds: number, keys: readonly K[], measure: (key: K) => Promise<T>): Promise<Record<K, T[]>> {
+  const samples = Object.fromEntries(keys.map((key) => [key, [] as T[]])) as Record<K, T[]>;
+  for (let round = 0; round < rounds; round += 1) for (const key of keys) samples[key].push(await measure(key));
+  return samples;
+}
+
 /** A figure compared with a baseline measured in the same run. */
 export function compared(
   fields: { key: string; title: string; unit: string; value: number; comparison: { label: string; value: number }; target: Target | null; note?: string },

@@ -1,32 +1,12 @@
-import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { LmdbStore } from '../adapters/lmdbStore.ts';
 import type { DomainEvent, ThreadStore } from '../domain/index.ts';
 import type { Command } from '../services/engine/commands.ts';
 import { Engine } from '../services/engine/engine.ts';
+import { ensureBenchDependencies } from './benchDependencies.ts';
 import { type Figure, type Suite, compared, interleaved } from './figure.ts';
-
-const benchDir = fileURLToPath(new URL('.', import.meta.url));
-
-/**
- * better-sqlite3 compiles from source, so it lives in bench/ (out of the main
- * install) and is installed on first use only. npm's output goes to stderr:
- * stdout is reserved for `--json`.
- */
-export async function ensureBenchDependencies(): Promise<void> {
-  if (existsSync(join(benchDir, 'node_modules/better-sqlite3/build/Release/better_sqlite3.node'))) return;
-  process.stderr.write('installing the benchmark-only dependencies in bench/ (better-sqlite3 builds from source: a minute or two)…\n');
-  await new Promise<void>((resolve, reject) => {
-    const npm = spawn('npm', ['install', '--no-audit', '--no-fund'], { cwd: benchDir, stdio: ['ignore', 'pipe', 'pipe'] });
-    npm.stdout.on('data', (chunk: Buffer) => process.stderr.write(chunk));
-    npm.stderr.on('data', (chunk: Buffer) => process.stderr.write(chunk));
-    npm.on('error', reject);
-    npm.on('exit', (code) => (code === 0 ? resolve() : reject(new Error(`npm install in ${benchDir} exited with ${code}`))));
-  });
-}
 
 /** The commands of one small agent turn on a fresh thread, as a client and a worker would send them (7 commands). */
 export function turnCommands(threadId: string): Command[] {
