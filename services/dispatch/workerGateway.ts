@@ -262,11 +262,12 @@ export class WorkerGateway {
         this.threadIn(environment, proof.threadId);
         const result = await this.engine.submit({
           type: 'turn.record',
-          // A retry of the same write under the same lease is answered from its receipt, never written twice.
+          // A retry of the same write under the same lease is answered from the lease's receipt, never written twice.
           commandId: systemCommandId('record', proof.threadId, proof.turnId, proof.token, seq),
           threadId: proof.threadId,
           turnId: proof.turnId,
           lease: { token: proof.token, key: proof.key },
+          seq,
           events,
         });
         this.renew(proof);
