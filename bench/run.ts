@@ -24,6 +24,7 @@ const suites: Record<string, { module: string; load: () => Promise<Record<string
   pipeline: { module: './pipelineBench.ts', load: () => import('./pipelineBench.ts' as string), exportName: 'pipelineSuite' },
   startup: { module: './startupBench.ts', load: () => import('./startupBench.ts' as string), exportName: 'startupSuite' },
   cluster: { module: './clusterBench.ts', load: () => import('./clusterBench.ts'), exportName: 'clusterSuite' },
+  capacity: { module: './capacityBench.ts', load: () => import('./capacityBench.ts'), exportName: 'capacitySuite' },
 };
 
 interface Options {
