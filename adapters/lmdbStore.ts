@@ -46,7 +46,7 @@ interface Meta {
  * |-------------|-------------------------|--------------------------------|
  * | `log`       | seq                     | StoredEvent (the append-only log) |
  * | `threadLog` | [threadId, threadSeq]   | seq (each thread's index)      |
- * | `receipts`  | commandId               | Receipt                        |
+ * | `receipts`  | commandId (a lease's writes: one id per lease) | Receipt (at most the engine's cap) |
  * | `snapshots` | threadId                | ActorSnapshotRecord            |
  * | `threads`   | threadId                | ThreadHead (read model row; queued turns as small entries, their inputs are in `log`) |
  * | `turns`     | [threadId, turnId]      | TurnView without its large fields (read model row) |
@@ -77,6 +77,9 @@ export class LmdbStore implements ReplicaStore {
   private readonly meta: Database<Meta[keyof Meta], keyof Meta>;
   private readonly owner: ProcessIdentity;
   private readonly group: GroupCommit;
+  /** How many receipts the folder holds: counted once on open, then kept by every write and expiry. */
+  private receiptCount: number;
+  private maxReceipts = Number.POSITIVE_INFINITY;
 
   private constructor(path: string) {
     prepareDataFolder(path);
@@ -98,6 +101,7 @@ export class LmdbStore implements ReplicaStore {
     this.meta = this.env.openDB({ name: 'meta' });
     this.owner = currentProcess();
     this.group = new GroupCommit(this.env);
+    this.receiptCount = (this.receiptAges.getStats() as { entryCount: number }).entryCount;
     try {
       this.lock(path);
     } catch (error) {
@@ -307,6 +311,10 @@ export class LmdbStore implements ReplicaStore {
         throw new TurnloomError('conflict', `thread ${batch.threadId} moved on (at ${currentSeq}, expected ${batch.expectedThreadSeq})`);
       }
       if (this.receipts.get(batch.commandId)) throw new TurnloomError('conflict', `command ${batch.commandId} already has a receipt`);
+      const lastWrite = batch.receipt.commandId === batch.commandId ? undefined : this.receipts.get(batch.receipt.commandId);
+      if (lastWrite?.outcome === 'accepted' && batch.receipt.outcome === 'accepted' && (lastWrite.writeSeq ?? 0) >= (batch.receipt.writeSeq ?? 0)) {
+        throw new TurnloomError('conflict', `write ${batch.receipt.writeSeq} under ${batch.receipt.commandId} comes after write ${lastWrite.writeSeq}`);
+      }
       let seq = batch.firstSeq === undefined ? this.lastSeq() : batch.firstSeq - 1;
       const events: StoredEvent[] = batch.events.map(({ threadSeq, event }) => {
         seq += 1;
@@ -330,9 +338,34 @@ export class LmdbStore implements ReplicaStore {
     });
   }
 
+  /**
+   * Writes a receipt in the transaction of what it answers. A receipt under
+   * an id that has one already (a lease's last write, see `Receipt`)
+   * replaces it; past the cap the oldest goes at once, so the cap holds
+   * whatever the load, not only once a sweep comes round.
+   */
   private putReceipt(receipt: Receipt): void {
+    const replaced = this.receipts.get(receipt.commandId);
+    if (replaced) this.receiptAges.remove([replaced.at, replaced.commandId]);
+    else this.receiptCount += 1;
     this.receipts.put(receipt.commandId, receipt);
     this.receiptAges.put([receipt.at, receipt.commandId], 1);
+    if (this.receiptCount <= this.maxReceipts) return;
+    for (const oldest of [...this.receiptAges.getKeys({ limit: this.receiptCount - this.maxReceipts })]) this.forgetReceipt(oldest);
+  }
+
+  private forgetReceipt(key: [number, string]): void {
+    this.receiptAges.remove(key);
+    this.receipts.remove(key[1]);
+    this.receiptCount -= 1;
+  }
+
+  capReceipts(maxCount: number): void {
+    this.maxReceipts = maxCount;
+  }
+
+  receiptTotal(): number {
+    return this.receiptCount;
   }
 
   async commitRejection(receipt: Extract<Receipt, { outcome: 'rejected' }>): Promise<void> {
@@ -350,10 +383,7 @@ export class LmdbStore implements ReplicaStore {
         doomed.push(key);
         excess -= 1;
       }
-      for (const key of doomed) {
-        this.receiptAges.remove(key);
-        this.receipts.remove(key[1]);
-      }
+      for (const key of doomed) this.forgetReceipt(key);
       return doomed.length;
     });
   }

@@ -25,6 +25,7 @@ const suites: Record<string, { module: string; load: () => Promise<Record<string
   startup: { module: './startupBench.ts', load: () => import('./startupBench.ts' as string), exportName: 'startupSuite' },
   cluster: { module: './clusterBench.ts', load: () => import('./clusterBench.ts'), exportName: 'clusterSuite' },
   peers: { module: './peersBench.ts', load: () => import('./peersBench.ts'), exportName: 'peersSuite' },
+  capacity: { module: './capacityBench.ts', load: () => import('./capacityBench.ts'), exportName: 'capacitySuite' },
 };
 
 interface Options {

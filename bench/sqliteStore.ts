@@ -12,6 +12,7 @@ const decode = <T>(row: Record<string, unknown> | undefined): T | undefined => (
 export class SqliteStore implements ThreadStore {
   private readonly db: Database;
   private readonly write: (batch: CommitBatch) => StoredEvent[];
+  private maxReceipts = Number.POSITIVE_INFINITY;
 
   constructor(path: string) {
     this.db = new Database(path);
@@ -41,7 +42,8 @@ export class SqliteStore implements ThreadStore {
     const putOpenRevert = this.db.prepare('insert or replace into open_reverts (thread_id, revert_id) values (?, ?)');
     const dropOpenRevert = this.db.prepare('delete from open_reverts where thread_id = ?');
     const putSnapshot = this.db.prepare('insert or replace into snapshots (thread_id, data) values (?, ?)');
-    const putReceipt = this.db.prepare('insert into receipts (command_id, at, data) values (?, ?, ?)');
+    const putReceipt = this.db.prepare('insert or replace into receipts (command_id, at, data) values (?, ?, ?)');
+    const trimReceipts = this.db.prepare('delete from receipts where rowid in (select rowid from receipts order by at limit max(0, (select count(*) from receipts) - ?))');
     this.write = this.db.transaction((batch: CommitBatch) => {
       const current = decode<ThreadHead>(head.get(batch.threadId))?.seq ?? 0;
       if (current !== batch.expectedThreadSeq) throw new TurnloomError('conflict', `thread ${batch.threadId} moved on`);
@@ -61,7 +63,8 @@ export class SqliteStore implements ThreadStore {
       if (batch.head.revert) putOpenRevert.run(batch.threadId, batch.head.revert.revertId);
       else dropOpenRevert.run(batch.threadId);
       if (batch.snapshot) putSnapshot.run(batch.threadId, pack(batch.snapshot));
-      putReceipt.run(batch.commandId, batch.receipt.at, pack(batch.receipt));
+      putReceipt.run(batch.receipt.commandId, batch.receipt.at, pack(batch.receipt));
+      if (Number.isFinite(this.maxReceipts)) trimReceipts.run(this.maxReceipts);
       return events;
     });
   }
@@ -140,6 +143,14 @@ export class SqliteStore implements ThreadStore {
     return this.db
       .prepare('delete from receipts where command_id in (select command_id from receipts where at < ? or rowid in (select rowid from receipts order by at limit ?) order by at limit ?)')
       .run(olderThan, excess, batchSize).changes;
+  }
+
+  capReceipts(maxCount: number): void {
+    this.maxReceipts = maxCount;
+  }
+
+  receiptTotal(): number {
+    return Number(this.db.prepare('select count(*) as n from receipts').get()?.n ?? 0);
   }
 
   async close(): Promise<void> {

@@ -60,6 +60,8 @@ export const serveUsage = `turnloom serve [options]
                       at least ${MIN_MAX_PAYLOAD}, at most the server's max_payload)
   --approval-timeout S  an approval nobody answers expires after S seconds (default: never)
   --lease-timeout S   a worker silent this long loses its turns, which resume on another (default 10)
+  --max-running-turns N  at most N turns run at once; past it new ones wait, requested (default 500)
+  --max-waiting-turns N  past N turns waiting for a slot, turn.start is refused with overloaded (default 5000)
   --context-window N  the model's context window in tokens, when its known one is wrong or unknown: a request
                       estimated over it compacts older turns first (default: the model's, if known)
   --workspace DIR     the folder the local worker's agent works in (default: this folder)

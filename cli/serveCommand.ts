@@ -66,6 +66,8 @@ export async function serveCommand(args: string[]): Promise<number> {
       replicas: { type: 'string' },
       workspace: { type: 'string' },
       'lease-timeout': { type: 'string' },
+      'max-running-turns': { type: 'string' },
+      'max-waiting-turns': { type: 'string' },
       'context-window': { type: 'string' },
       inspect: { type: 'string' },
     },
@@ -79,6 +81,8 @@ export async function serveCommand(args: string[]): Promise<number> {
   const maxPayload = integerOption('serve', 'max-payload', values['max-payload'], { min: MIN_MAX_PAYLOAD, unit: 'bytes' });
   const approvalTimeout = positiveOption('serve', 'approval-timeout', values['approval-timeout']);
   const leaseTimeout = positiveOption('serve', 'lease-timeout', values['lease-timeout']);
+  const maxRunningTurns = integerOption('serve', 'max-running-turns', values['max-running-turns'], { min: 1 });
+  const maxWaitingTurns = integerOption('serve', 'max-waiting-turns', values['max-waiting-turns'], { min: 0 });
   const contextWindow = integerOption('serve', 'context-window', values['context-window'], { min: 1_000, unit: 'tokens' });
   const inspectPort = integerOption('serve', 'inspect', values.inspect, { min: 0, max: 65_535 });
   const log = cliLogger(logSettings('serve', values['log-format'], values['log-level']));
@@ -139,7 +143,11 @@ export async function serveCommand(args: string[]): Promise<number> {
       defaultProvider: setup.defaultProvider,
       maxPayloadBytes: limit,
       ...(approvalTimeout ? { approvalTimeoutMs: approvalTimeout * 1_000 } : {}),
-      ...(leaseTimeout ? { workers: { leaseTimeoutMs: leaseTimeout * 1_000 } } : {}),
+      workers: {
+        ...(leaseTimeout ? { leaseTimeoutMs: leaseTimeout * 1_000 } : {}),
+        ...(maxRunningTurns !== undefined ? { maxRunningTurns } : {}),
+        ...(maxWaitingTurns !== undefined ? { maxWaitingTurns } : {}),
+      },
       runner: { compaction },
     });
     if (inspectPort !== undefined) relay = await startRelay({ bus, prefix, port: inspectPort, log, ...(token ? { token } : {}) }, '--inspect');

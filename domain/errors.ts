@@ -10,9 +10,11 @@ export type ErrorCode =
   | 'fenced'
   /** Input that would wait on a thread past its limits (queued turns, or steered input no step took yet): nothing was written. */
   | 'queue_full'
+  /** The engine runs as many turns as it may and more wait than it lets wait: nothing was written; try again after `details.retryAfterMs`. */
+  | 'overloaded'
   | 'internal';
 
-const errorCodes: readonly string[] = ['invalid_payload', 'not_found', 'illegal_transition', 'forbidden', 'conflict', 'unavailable', 'fenced', 'queue_full', 'internal'];
+const errorCodes: readonly string[] = ['invalid_payload', 'not_found', 'illegal_transition', 'forbidden', 'conflict', 'unavailable', 'fenced', 'queue_full', 'overloaded', 'internal'];
 
 export interface ErrorBody {
   code: ErrorCode;

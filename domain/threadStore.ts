@@ -25,7 +25,12 @@ export interface PersistedActor {
 /** The thread's actor tree as stored in LMDB: only actors not yet in a final state. */
 export type PersistedActorTree = PersistedActor[];
 
-/** The stored answer to a command id: the same id always gets this answer back. */
+/**
+ * The stored answer to a command id: the same id always gets this answer
+ * back. A worker's writes under one lease share one receipt, the last
+ * write's (`writeSeq`), under the lease's id: its outbox sends one write at
+ * a time, in order, so only the last one can ever be sent again.
+ */
 export type Receipt =
   | {
       commandId: string;
@@ -37,6 +42,8 @@ export type Receipt =
       fromThreadSeq: number;
       toThreadSeq: number;
       refused: Refusal[];
+      /** For a lease's receipt: the number of the write it answers. */
+      writeSeq?: number;
     }
   | { commandId: string; fingerprint: string; threadId: string; at: number; outcome: 'rejected'; error: ErrorBody };
 
@@ -126,6 +133,10 @@ export interface ThreadStore {
    * `keepAtMost`, at most `batchSize` of them per call; resolves with how many.
    */
   expireReceipts(olderThan: number, keepAtMost: number, batchSize: number): Promise<number>;
+  /** From now on at most `maxCount` receipts are kept: a write past it forgets the oldest in its own transaction. */
+  capReceipts(maxCount: number): void;
+  /** How many receipts are kept. */
+  receiptTotal(): number;
   close(): Promise<void>;
 }
 

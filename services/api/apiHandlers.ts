@@ -200,8 +200,9 @@ export const apiHandlers: { [M in ApiMethod]: Handler<M> } = {
   },
   'turn.start': {
     scope: 'operate',
-    handle: async ({ engine, principal, defaultProvider, agentProviders, providers, telemetry, traceparent }, params) => {
+    handle: async ({ engine, principal, workers, defaultProvider, agentProviders, providers, telemetry, traceparent }, params) => {
       requireThread(engine, principal, params.threadId);
+      workers.admitTurn();
       if (params.provider && providers && !providers.includes(params.provider.name)) {
         throw new TurnloomError('invalid_payload', `unknown provider "${params.provider.name}"; this server runs ${providers.join(', ')}`, {
           provider: params.provider.name,

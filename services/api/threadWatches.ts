@@ -32,6 +32,13 @@ interface Watch {
   threadId: string;
   deliverTo: string;
   expiresAt: number;
+  /**
+   * Whether it hears the live deltas. A worker's watch does not: it follows
+   * the turn it runs for the log's events (its lease, an interrupt), and the
+   * deltas are its own typing, which the engine would otherwise take in and
+   * send back to it, every one of every streaming turn.
+   */
+  live: boolean;
 }
 
 /**
@@ -104,12 +111,12 @@ export class ThreadWatches {
     if (mine >= this.maxPerPrincipal && !principal.startsWith(WORKER_PRINCIPAL_PREFIX)) {
       throw new TurnloomError('conflict', `${principal} already has ${mine} watches, the most one principal may have; drop some with thread.unwatch`, { limit: this.maxPerPrincipal });
     }
-    const watch: Watch = { id: watchId ?? randomUUID(), principal, threadId, deliverTo, expiresAt: this.now() + this.ttlMs };
+    const watch: Watch = { id: watchId ?? randomUUID(), principal, threadId, deliverTo, expiresAt: this.now() + this.ttlMs, live: !principal.startsWith(WORKER_PRINCIPAL_PREFIX) };
     this.byId.set(watch.id, watch);
     const watchers = this.byThread.get(threadId) ?? new Set<Watch>();
     watchers.add(watch);
     this.byThread.set(threadId, watchers);
-    if (!this.live.has(threadId)) this.followLive(threadId);
+    if (watch.live && !this.live.has(threadId)) this.followLive(threadId);
     return { watchId: watch.id, expiresInMs: this.ttlMs, created: true };
   }
 
@@ -122,7 +129,7 @@ export class ThreadWatches {
     this.leases.set(threadId, lease);
     // What the lease holder sends goes on untouched (no decoding on the typing path); anything else on the thread's live subjects is dropped.
     const forward = (message: BusMessage) => {
-      if (lease.accepts(message.subject)) this.send(threadId, message.data, { [WATCH_KIND_HEADER]: 'live' });
+      if (lease.accepts(message.subject)) this.send(threadId, message.data, { [WATCH_KIND_HEADER]: 'live' }, true);
     };
     this.live.set(threadId, this.bus.subscribe(this.subjects.liveOf(threadId), forward));
   }
@@ -164,8 +171,8 @@ export class ThreadWatches {
     this.byId.delete(watch.id);
     const watchers = this.byThread.get(watch.threadId);
     watchers?.delete(watch);
-    if (watchers && watchers.size === 0) {
-      this.byThread.delete(watch.threadId);
+    if (watchers && watchers.size === 0) this.byThread.delete(watch.threadId);
+    if (!watchers || ![...watchers].some((other) => other.live)) {
       this.live.get(watch.threadId)?.unsubscribe();
       this.live.delete(watch.threadId);
       this.leases.delete(watch.threadId);
@@ -180,8 +187,9 @@ export class ThreadWatches {
     }
   }
 
-  private send(threadId: string, data: Uint8Array, headers: Record<string, string>): void {
+  private send(threadId: string, data: Uint8Array, headers: Record<string, string>, live = false): void {
     for (const watch of this.byThread.get(threadId) ?? []) {
+      if (live && !watch.live) continue;
       try {
         this.bus.publish(watch.deliverTo, data, { headers: { 'content-type': MSGPACK, ...headers } });
       } catch (error) {

@@ -140,6 +140,14 @@ export class ClusterStore implements ThreadStore {
     return this.local.expireReceipts(olderThan, keepAtMost, batchSize);
   }
 
+  capReceipts(maxCount: number): void {
+    this.local.capReceipts(maxCount);
+  }
+
+  receiptTotal(): number {
+    return this.local.receiptTotal();
+  }
+
   close(): Promise<void> {
     return this.local.close();
   }

@@ -46,6 +46,15 @@ export interface WorkerGatewayOptions {
   maxResumes?: number;
   maxPayloadBytes: number;
   now?: () => number;
+  /**
+   * Back-pressure: at most this many turns run (hold a lease) at once
+   * (default 500); past it the others stay requested, in their queue, not
+   * offered, and a claim is refused with `overloaded`, so running turns keep
+   * their latency. When more than `maxWaitingTurns` wait for a slot (default
+   * 5,000), `turn.start` is refused with `overloaded` and writes nothing.
+   */
+  maxRunningTurns?: number;
+  maxWaitingTurns?: number;
   /** Whether a worker's process is known to be gone (default: never known, so every lease waits for its timeout). */
   processGone?: (process: WorkerProcess) => boolean;
   /** Where answers to workers may go (default: any inbox); the server keeps them out of the inbox spaces bound to principals. */
@@ -76,6 +85,11 @@ interface HeldLease {
 
 const leaseKey = (threadId: string, turnId: string) => `${threadId}/${turnId}`;
 
+export const DEFAULT_MAX_RUNNING_TURNS = 500;
+export const DEFAULT_MAX_WAITING_TURNS = 5_000;
+/** What an `overloaded` answer suggests waiting: about the time a slot takes to free at the default limits. */
+const OVERLOADED_RETRY_MS = 1_000;
+
 /**
  * The engine's side of the worker protocol, on `<p>.v1.worker.<environment>.<method>`:
  * workers say hello (and so renew their leases), claim turns offered on
@@ -100,6 +114,13 @@ export class WorkerGateway {
   private ticking = false;
   /** The workers heard from within the lease timeout at the last tick. */
   private live = new Set<string>();
+  /** Open turns of this engine's threads that no worker holds: what waits for a slot. */
+  private readonly waiting = new Map<string, { threadId: string; turnId: string }>();
+  /** Claims being decided: slots promised but not yet leases. */
+  private claiming = 0;
+  /** A turn was left unoffered for want of a slot: a slot that frees offers again at once. */
+  private withheld = false;
+  private reoffer: Promise<void> | undefined;
 
   constructor(
     private readonly bus: Bus,
@@ -114,7 +135,17 @@ export class WorkerGateway {
     this.log = log ?? silentLogger;
     this.inflight = new Inflight('workers', this.log);
     this.cluster = cluster;
-    this.options = { leaseTimeoutMs, heartbeatMs: Math.min(2_000, Math.floor(leaseTimeoutMs / 4)), maxResumes: 2, now: Date.now, processGone: () => false, mayReplyTo: isInbox, ...rest };
+    this.options = {
+      leaseTimeoutMs,
+      heartbeatMs: Math.min(2_000, Math.floor(leaseTimeoutMs / 4)),
+      maxResumes: 2,
+      maxRunningTurns: DEFAULT_MAX_RUNNING_TURNS,
+      maxWaitingTurns: DEFAULT_MAX_WAITING_TURNS,
+      now: Date.now,
+      processGone: () => false,
+      mayReplyTo: isInbox,
+      ...rest,
+    };
     this.registry = new WorkerRegistry(this.options.leaseTimeoutMs);
   }
 
@@ -153,7 +184,12 @@ export class WorkerGateway {
    */
   private followLease(threadId: string, turn: TurnView): HeldLease | undefined {
     const lease = turn.lease;
-    if (!lease || this.leases.has(leaseKey(threadId, turn.id)) || !this.owns(threadId)) return undefined;
+    if (!this.owns(threadId)) return undefined;
+    if (!lease) {
+      if (isHandOverState(turn)) this.waiting.set(leaseKey(threadId, turn.id), { threadId, turnId: turn.id });
+      return undefined;
+    }
+    if (this.leases.has(leaseKey(threadId, turn.id))) return undefined;
     const held = { threadId, turnId: turn.id, workerId: lease.workerId, token: lease.token, expiresAt: this.options.now() + this.options.leaseTimeoutMs };
     this.leases.set(leaseKey(threadId, turn.id), held);
     return lease.process && this.options.processGone(lease.process) ? held : undefined;
@@ -184,6 +220,26 @@ export class WorkerGateway {
   /** Lets go of the clocks of a thread this engine no longer owns. */
   forget(threadId: string): void {
     for (const [key, lease] of this.leases) if (lease.threadId === threadId) this.leases.delete(key);
+    for (const [key, turn] of this.waiting) if (turn.threadId === threadId) this.waiting.delete(key);
+  }
+
+  /** Turns running (leased) and waiting for a slot on this engine's threads. */
+  load(): { running: number; waiting: number; maxRunning: number; maxWaiting: number } {
+    return { running: this.leases.size, waiting: this.waiting.size, maxRunning: this.options.maxRunningTurns, maxWaiting: this.options.maxWaitingTurns };
+  }
+
+  admitTurn(): void {
+    if (this.waiting.size < this.options.maxWaitingTurns) return;
+    throw new TurnloomError('overloaded', `the engine runs ${this.leases.size} turns and ${this.waiting.size} more wait for a slot; try again later`, {
+      running: this.leases.size,
+      waiting: this.waiting.size,
+      retryAfterMs: OVERLOADED_RETRY_MS,
+    });
+  }
+
+  /** Slots free for new leases: past the limit a turn waits, so those running keep their latency. */
+  private freeSlots(): number {
+    return this.options.maxRunningTurns - this.leases.size - this.claiming;
   }
 
   workers(): WorkerInfo[] {
@@ -262,11 +318,12 @@ export class WorkerGateway {
         this.threadIn(environment, proof.threadId);
         const result = await this.engine.submit({
           type: 'turn.record',
-          // A retry of the same write under the same lease is answered from its receipt, never written twice.
+          // A retry of the same write under the same lease is answered from the lease's receipt, never written twice.
           commandId: systemCommandId('record', proof.threadId, proof.turnId, proof.token, seq),
           threadId: proof.threadId,
           turnId: proof.turnId,
           lease: { token: proof.token, key: proof.key },
+          seq,
           events,
         });
         this.renew(proof);
@@ -362,16 +419,28 @@ export class WorkerGateway {
     const worker = this.liveWorker(claim.workerId, 'claiming');
     if (worker.environment !== environment) throw new TurnloomError('forbidden', `worker ${claim.workerId} serves another environment than "${environment}"`, { workerId: claim.workerId });
     this.threadIn(environment, claim.threadId);
-    const result = await this.engine.submit({
-      type: 'turn.lease',
-      commandId: systemCommandId('lease', claim.threadId, claim.turnId, claim.claimId),
-      threadId: claim.threadId,
-      turnId: claim.turnId,
-      workerId: claim.workerId,
-      keyHash: claim.keyHash,
-      process: { host: worker.host, pid: worker.pid, startTicks: worker.startTicks },
-    });
-    return { token: result.toThreadSeq };
+    if (this.freeSlots() <= 0) {
+      this.withheld = true;
+      throw new TurnloomError('overloaded', `the engine runs ${this.leases.size} turns, its limit; turn ${claim.turnId} waits for a slot and is offered again then`, {
+        running: this.leases.size,
+        retryAfterMs: OVERLOADED_RETRY_MS,
+      });
+    }
+    this.claiming += 1;
+    try {
+      const result = await this.engine.submit({
+        type: 'turn.lease',
+        commandId: systemCommandId('lease', claim.threadId, claim.turnId, claim.claimId),
+        threadId: claim.threadId,
+        turnId: claim.turnId,
+        workerId: claim.workerId,
+        keyHash: claim.keyHash,
+        process: { host: worker.host, pid: worker.pid, startTicks: worker.startTicks },
+      });
+      return { token: result.toThreadSeq };
+    } finally {
+      this.claiming -= 1;
+    }
   }
 
   /** A live worker's side work for a turn it ran, shown by the lease it ran it under: the engine records it and applies it if it still may. */
@@ -425,12 +494,15 @@ export class WorkerGateway {
   }
 
   private react(events: readonly StoredEvent[]): void {
+    const freed = this.leases.size;
     for (const { threadId, event } of events) {
       switch (event.type) {
         case 'turn.requested':
+          this.waiting.set(leaseKey(threadId, event.turnId), { threadId, turnId: event.turnId });
           this.offer(threadId, event.turnId);
           break;
         case 'turn.leased':
+          this.waiting.delete(leaseKey(threadId, event.turnId));
           this.leases.set(leaseKey(threadId, event.turnId), {
             threadId,
             turnId: event.turnId,
@@ -441,6 +513,7 @@ export class WorkerGateway {
           break;
         case 'turn.leaseLost':
           this.leases.delete(leaseKey(threadId, event.turnId));
+          this.waiting.set(leaseKey(threadId, event.turnId), { threadId, turnId: event.turnId });
           this.offer(threadId, event.turnId);
           break;
         case 'turn.interruptRequested':
@@ -451,6 +524,7 @@ export class WorkerGateway {
         case 'turn.failed':
         case 'turn.interrupted':
           this.leases.delete(leaseKey(threadId, event.turnId));
+          this.waiting.delete(leaseKey(threadId, event.turnId));
           this.confirmStopWhenFree(threadId);
           break;
         case 'session.stopRequested':
@@ -460,6 +534,18 @@ export class WorkerGateway {
           break;
       }
     }
+    if (this.leases.size < freed) this.offerFreedSlots();
+  }
+
+  /** A slot freed while turns were left waiting for one: they are offered now, not at the next tick. */
+  private offerFreedSlots(): void {
+    if (!this.withheld || this.reoffer || this.waiting.size === 0) return;
+    this.withheld = false;
+    this.reoffer = this.offerWaiting(null)
+      .catch((error: unknown) => this.log.error(errorFields(error), 'workers: could not offer waiting turns'))
+      .finally(() => {
+        this.reoffer = undefined;
+      });
   }
 
   /** Tells the workers of the thread's environment that the turn waits (if it does). */
@@ -472,6 +558,10 @@ export class WorkerGateway {
     const summary = this.engine.summary(threadId);
     const turn = this.engine.readTurn(threadId, turnId);
     if (!summary || summary.openTurnId !== turnId || !turn || turn.lease || !isHandOverState(turn)) return false;
+    if (this.freeSlots() <= 0) {
+      this.withheld = true;
+      return false;
+    }
     const offer: Offer = { threadId, turnId };
     this.bus.publish(this.subjects.offers(summary.environment), encode(offer, JSON_TYPE), { headers: { 'content-type': JSON_TYPE } });
     return true;
@@ -480,11 +570,21 @@ export class WorkerGateway {
   /** Offers again what waits, where a worker is alive to take it (of one environment, or of all). */
   private async offerWaiting(environment: string | null): Promise<void> {
     const now = this.options.now();
-    for (const { threadId, turnId } of this.engine.listOpenTurns()) {
+    // Each offer may become a lease: no more are made than there are slots, the rest wait for the next round.
+    let slots = this.freeSlots();
+    for (const { threadId, turnId } of this.waiting.size > 0 ? [...this.waiting.values()] : []) {
+      if (slots <= 0) {
+        this.withheld = true;
+        return;
+      }
       if (!this.owns(threadId)) continue;
       const waitsIn = this.engine.summary(threadId)?.environment;
       if (waitsIn === undefined || (environment !== null && waitsIn !== environment) || this.registry.liveIn(waitsIn, now) === 0) continue;
-      await this.offerIfWaiting(threadId, turnId).catch((error: unknown) => this.log.error({ ...errorFields(error), threadId, turnId }, 'workers: could not offer a turn'));
+      const offered = await this.offerIfWaiting(threadId, turnId).catch((error: unknown) => {
+        this.log.error({ ...errorFields(error), threadId, turnId }, 'workers: could not offer a turn');
+        return false;
+      });
+      if (offered) slots -= 1;
     }
   }
 

@@ -84,6 +84,8 @@ export type SystemCommand =
       turnId: string;
       /** The lease the worker holds (fencing); left out by the engine's own, unleased writers. */
       lease?: LeaseProof;
+      /** The worker's running number of this write under its lease: with it, the lease keeps one receipt, its last write's. */
+      seq?: number;
       events: DomainEvent[];
     }
   | {

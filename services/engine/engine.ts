@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { type DomainEvent, IllegalTransition, type Inspection, type Logger, errorFields, silentLogger, type ListedThread, type Receipt, type StoredEvent, type ThreadHead, type ThreadStore, type ThreadSummary, type ThreadView, type TurnView, TurnloomError, summarize, wellFormed } from '../../domain/index.ts';
-import { type Command, type CommandResult, type Refusal, isSystemCommand } from './commands.ts';
+import { type Command, type CommandResult, type Refusal, isSystemCommand, systemCommandId } from './commands.ts';
 import { decide } from './decide.ts';
 import { machinesVersion } from './machinesVersion.ts';
 import { emptyThreadView } from '../../protocol/projector.ts';
@@ -20,8 +20,9 @@ export interface EngineOptions {
   snapshotEvery?: number;
   /**
    * Receipts (what makes a retried command id safe) are forgotten after
-   * `ttlMs` (default 24 h), and past `maxCount` (default 100,000) the oldest
-   * go first. A retry after that is a new command.
+   * `ttlMs` (default 24 h), and never more than `maxCount` (default
+   * 100,000) are kept: a receipt written past it forgets the oldest in the
+   * same transaction. A retry after that is a new command.
    */
   receipts?: { ttlMs?: number; maxCount?: number };
   /**
@@ -84,12 +85,24 @@ function fingerprintOf(command: Command): string {
   return createHash('sha256').update(JSON.stringify(rest)).digest('hex');
 }
 
-function answer(receipt: Receipt, fingerprint: string): CommandResult {
+/**
+ * Where a command's answer is kept: a worker's write under a lease in the
+ * lease's one receipt (with the write's number), any other command under
+ * its own id. Receipts then grow with leases, not with writes.
+ */
+function receiptSlot(command: Command): { id: string; writeSeq?: number } {
+  if (command.type === 'turn.record' && command.lease && command.seq !== undefined) {
+    return { id: systemCommandId('record', command.threadId, command.turnId, command.lease.token), writeSeq: command.seq };
+  }
+  return { id: command.commandId };
+}
+
+function answer(receipt: Receipt, fingerprint: string, commandId: string): CommandResult {
   if (receipt.fingerprint !== fingerprint) {
-    throw new TurnloomError('conflict', `command id ${receipt.commandId} was already used for a different command`, { commandId: receipt.commandId });
+    throw new TurnloomError('conflict', `command id ${commandId} was already used for a different command`, { commandId });
   }
   if (receipt.outcome === 'rejected') throw TurnloomError.fromJSON(receipt.error);
-  const { commandId, threadId, fromThreadSeq, toThreadSeq, refused } = receipt;
+  const { threadId, fromThreadSeq, toThreadSeq, refused } = receipt;
   return { commandId, threadId, fromThreadSeq, toThreadSeq, diagnostics: refused.length, refused };
 }
 
@@ -133,6 +146,7 @@ export class Engine {
     this.maxReceipts = options.receipts?.maxCount ?? 100_000;
     this.maxEventBytes = options.maxEventBytes ?? 508 * 1024;
     this.queueLimits = { maxTurns: options.queue?.maxTurns ?? defaultQueueLimits.maxTurns, maxBytes: options.queue?.maxBytes ?? defaultQueueLimits.maxBytes };
+    this.store.capReceipts(this.maxReceipts);
   }
 
   /** Opens the engine on its store. Turns a dead process left open are settled by `CrashRepair`, once someone listens. */
@@ -203,10 +217,7 @@ export class Engine {
     if (pending) {
       // The same id in flight shares the run, but a different payload under it is still a conflict.
       const fingerprint = fingerprintOf(command);
-      const stored = () => {
-        const receipt = this.store.readReceipt(command.commandId);
-        return receipt ? answer(receipt, fingerprint) : undefined;
-      };
+      const stored = () => this.recall(command, fingerprint);
       return pending.then(
         (result) => stored() ?? result,
         (error: unknown) => stored() ?? Promise.reject(error),
@@ -242,10 +253,33 @@ export class Engine {
     if (this.locks.get(threadId) === tail) this.locks.delete(threadId);
   }
 
+  /**
+   * The answer a command already got, if it did. A lease's receipt answers
+   * its last write only: an earlier one was answered before the last was
+   * sent, so it comes again only from a confused sender, and is refused.
+   */
+  private recall(command: Command, fingerprint: string): CommandResult | undefined {
+    const slot = receiptSlot(command);
+    const receipt = this.store.readReceipt(slot.id);
+    if (!receipt) return undefined;
+    if (slot.writeSeq !== undefined && receipt.outcome === 'accepted') {
+      const last = receipt.writeSeq ?? 0;
+      if (last < slot.writeSeq) return undefined;
+      if (last > slot.writeSeq) {
+        throw new TurnloomError('conflict', `write ${slot.writeSeq} under this lease was followed by write ${last}: only a lease's last write may be sent again`, {
+          commandId: command.commandId,
+          writeSeq: slot.writeSeq,
+          lastWriteSeq: last,
+        });
+      }
+    }
+    return answer(receipt, fingerprint, command.commandId);
+  }
+
   private async process(command: Command, clientCommandId: boolean): Promise<CommandResult> {
     const fingerprint = fingerprintOf(command);
-    const stored = this.store.readReceipt(command.commandId);
-    if (stored) return answer(stored, fingerprint);
+    const stored = this.recall(command, fingerprint);
+    if (stored) return stored;
 
     const reject = async (error: TurnloomError): Promise<never> => {
       if (error instanceof IllegalTransition) {
@@ -287,8 +321,9 @@ export class Engine {
       throw error;
     }
 
+    const slot = receiptSlot(command);
     const receipt: Receipt = {
-      commandId: command.commandId,
+      commandId: slot.id,
       fingerprint,
       threadId: command.threadId,
       at,
@@ -296,6 +331,7 @@ export class Engine {
       fromThreadSeq: draft.base.seq + 1,
       toThreadSeq: draft.view.seq,
       refused,
+      ...(slot.writeSeq === undefined ? {} : { writeSeq: slot.writeSeq }),
     };
     const committed = await this.commitDraft(thread, draft, command.commandId, receipt);
     const view = draft.view;
@@ -347,7 +383,7 @@ export class Engine {
   ingest(threadId: string, command: ReplicatedCommand): Promise<boolean> {
     if (this.closed) return Promise.reject(new TurnloomError('unavailable', 'engine is closed'));
     return this.withThreadLock(threadId, async () => {
-      if (this.store.readReceipt(command.commandId)) return false;
+      if (this.store.readReceipt(command.commandId) || this.holdsWrite(command.receipt)) return false;
       const existing = this.load(threadId);
       const baseSeq = existing?.view.seq ?? 0;
       const first = command.events[0]?.threadSeq;
@@ -372,6 +408,13 @@ export class Engine {
       await this.commitDraft(thread, draft, command.commandId, command.receipt, command.firstSeq);
       return true;
     });
+  }
+
+  /** Whether a lease's receipt here answers this write or a later one already. */
+  private holdsWrite(receipt: Receipt): boolean {
+    if (receipt.outcome !== 'accepted' || receipt.writeSeq === undefined) return false;
+    const held = this.store.readReceipt(receipt.commandId);
+    return held?.outcome === 'accepted' && (held.writeSeq ?? 0) >= receipt.writeSeq;
   }
 
   /** The thread, loaded if needed: snapshot + events after it; no snapshot of these machines means a full replay. */

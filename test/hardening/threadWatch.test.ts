@@ -6,6 +6,10 @@ import { TurnloomClient } from '../../client/index.ts';
 import type { LiveDelta } from '../../protocol/liveBatch.ts';
 import { ScriptedProvider } from '../../adapters/providers/scriptedProvider.ts';
 import { type TurnloomServer, startTurnloomServer } from '../../services/turnloomServer.ts';
+import { WATCH_KIND_HEADER } from '../../protocol/apiResults.ts';
+import { ThreadWatches } from '../../services/api/threadWatches.ts';
+import { subjects } from '../../bus/index.ts';
+import { leaseByHand, startTurn } from '../support/engineFixture.ts';
 import { tempDir } from '../support/tempDir.ts';
 
 describe('thread.watch', () => {
@@ -53,5 +57,27 @@ describe('thread.watch', () => {
     expect(watch.context.view).toEqual((await client.call('thread.get', { threadId })).thread);
     watch.close();
     await server.stop();
+  });
+
+  it('gives a worker’s watch the log’s events but not the live deltas, which are its own typing', async () => {
+    const folder = tempDir('turnloom-watch-live-');
+    const server = await startTurnloomServer({ bus: hub.connect(), store: LmdbStore.open(folder.path) });
+    const bus = hub.connect();
+    const watches = new ThreadWatches(bus, subjects(), {}).start(server.engine);
+    const heard = { worker: [] as string[], client: [] as string[] };
+    for (const who of ['worker', 'client'] as const) bus.subscribe(`inbox.${who}`, (message) => heard[who].push(String(message.headers[WATCH_KIND_HEADER])));
+    await server.engine.submit({ type: 'thread.create', commandId: 'create', threadId: 'th', title: 'typed', workspace: null, owner: null });
+    await server.engine.submit(startTurn('th', 't1'));
+    watches.watch('worker:w1', 'th', 'inbox.worker');
+    watches.watch('alice', 'th', 'inbox.client');
+    const liveSubject = await leaseByHand(server.engine, subjects(), 'th', 't1');
+    await expect.poll(() => heard.worker).toEqual(['event']);
+    bus.publish(liveSubject, new TextEncoder().encode('a batch of deltas'));
+    await expect.poll(() => heard.client).toEqual(['event', 'live']);
+    await sleep(100);
+    expect(heard.worker).toEqual(['event']);
+    watches.stop();
+    await server.stop();
+    folder.remove();
   });
 });
