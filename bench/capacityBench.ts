@@ -15,7 +15,6 @@ import { type Figure, type Suite, absolute, compared, percentile } from './figur
 
 const PREFIX = 'capbench';
 const turnloomBin = fileURLToPath(new URL('../bin/turnloom.mjs', import.meta.url));
-const workerProgram = fileURLToPath(new URL('./capacityWorker.ts', import.meta.url));
 /** What a user feels as "durable in time": a write acknowledged within this, at the 99th percentile. */
 const DURABLE_P99_BOUND_MS = 250;
 /** Deltas a paced turn streams per second (the issue's 20-s turns at 50 deltas/s). */
@@ -32,7 +31,7 @@ const before = { capacity: 100, eventsPerStreamSecond: 346 / 20, bytesPer20sTurn
  * does, which only proves the code still runs.
  */
 const sizes = (smoke: boolean) =>
-  smoke ? { levels: [4], pacedLevels: [4], turnSeconds: 2, workers: 2 } : { levels: [50, 100, 250, 500], pacedLevels: [250, 500, 700, 1_000], turnSeconds: 12, workers: 4 };
+  smoke ? { levels: [4], turnSeconds: 2, workers: 2 } : { levels: [100, 250, 500, 700, 1_000], turnSeconds: 12, workers: 4 };
 
 /**
  * What the bench sees on the wire of the worker protocol: each `record` a
@@ -163,10 +162,9 @@ interface Ramp {
  * ramp: levels of streaming turns rise until the durable write p99 passes
  * the bound. Back-pressure is off (`--max-running-turns` past the largest
  * level), so what is measured is what the engine holds, not what it lets
- * in. `flushMs`: `null` runs `turnloom worker` as shipped; a number runs the
- * same worker with that durable flush window (`capacityWorker.ts`).
+ * in. The workers are `turnloom worker` as shipped.
  */
-async function ramp(label: string, levels: readonly number[], workerCount: number, turnSeconds: number, flushMs: number | null, profile: string | undefined): Promise<Ramp> {
+async function ramp(levels: readonly number[], workerCount: number, turnSeconds: number, profile: string | undefined): Promise<Ramp> {
   const teardown = new Teardown();
   try {
     const nats = await privateNats(teardown);
@@ -184,13 +182,11 @@ async function ramp(label: string, levels: readonly number[], workerCount: numbe
     const workers = Array.from({ length: workerCount }, (_, index) =>
       teardown.keep(
         `worker ${index + 1}`,
-        flushMs === null
-          ? runCli(['worker', '--nats', nats.url, '--workspace', dir.path, '--id', `cap${index + 1}`, '--prefix', PREFIX, '--script', scriptPath, '--concurrency', concurrency, '--log-level', 'warn'])
-          : runNode('--import', ['tsx', workerProgram, nats.url, PREFIX, scriptPath, concurrency, String(flushMs)]),
+        runCli(['worker', '--nats', nats.url, '--workspace', dir.path, '--id', `cap${index + 1}`, '--prefix', PREFIX, '--script', scriptPath, '--concurrency', concurrency, '--log-level', 'warn']),
         (child) => child.kill('SIGTERM'),
       ),
     );
-    await Promise.all(workers.map((worker) => worker.waitFor(flushMs === null ? 'environment default' : 'ready', 60_000)));
+    await Promise.all(workers.map((worker) => worker.waitFor('environment default', 60_000)));
     const watcher = teardown.keep('wire watcher', await connect({ servers: nats.url }), (nc) => nc.close());
     const wire = new WireWatch(watcher);
     await watcher.flush();
@@ -202,7 +198,7 @@ async function ramp(label: string, levels: readonly number[], workerCount: numbe
       const level = await runLevel(client, wire, data, turns, turnSeconds);
       measured.push(level);
       process.stderr.write(
-        `capacity, ${label}: ${turns} turns: durable write p99 ${level.p99.toFixed(0)} ms (p50 ${level.p50.toFixed(0)}, ${level.samples} writes), ${level.writesPerTurnSecond.toFixed(1)} writes and ${level.eventsPerStreamSecond.toFixed(1)} events per turn-second, ` +
+        `capacity: ${turns} turns: durable write p99 ${level.p99.toFixed(0)} ms (p50 ${level.p50.toFixed(0)}, ${level.samples} writes), ${level.writesPerTurnSecond.toFixed(1)} writes and ${level.eventsPerStreamSecond.toFixed(1)} events per turn-second, ` +
           `${(level.bytesPerTurn / 1_024).toFixed(0)} KB per turn, last turn durable ${(level.lagMs / 1_000).toFixed(1)} s after its stream\n`,
       );
       if (level.p99 > DURABLE_P99_BOUND_MS) break;
@@ -226,9 +222,8 @@ const capacityOf = (levels: readonly Level[]) => levels.filter((level) => level.
  * which comes once the write is durable, as the bench sees both on the
  * wire: what a typed delta waits, beyond the worker's coalescing, to be in
  * the log. `capacity` is the largest level within 250 ms with `turnloom
- * worker` as shipped; `capacityAt1Write` the same with workers that write
- * once a second per streaming turn (what the worker's outbox is moving to).
- * TURNLOOM_CAPACITY_PROFILE=DIR has the first ramp's engine write a CPU profile there.
+ * worker` as shipped, which writes a streaming turn about once a second.
+ * TURNLOOM_CAPACITY_PROFILE=DIR has the engine write a CPU profile there.
  */
 export const capacitySuite: Suite = {
   name: 'capacity',
@@ -239,10 +234,9 @@ export const capacitySuite: Suite = {
       figures.push(figure);
       onFigure?.(figure);
     };
-    const shipped = await ramp('as shipped', size.levels, size.workers, size.turnSeconds, null, process.env.TURNLOOM_CAPACITY_PROFILE);
+    const shipped = await ramp(size.levels, size.workers, size.turnSeconds, process.env.TURNLOOM_CAPACITY_PROFILE);
     const levels = shipped.levels;
     const receipts = shipped.receipts;
-    const paced = await ramp('1 write/s', size.pacedLevels, size.workers, size.turnSeconds, 1_000, undefined);
     const capacity = capacityOf(levels);
     const top = levels.at(-1)!;
     const totalTurns = levels.reduce((sum, level) => sum + level.turns, 0);
@@ -271,21 +265,6 @@ export const capacitySuite: Suite = {
           value: top.p99,
           target: { on: 'value', op: '<=', bound: DURABLE_P99_BOUND_MS },
           note: `worker sends record → engine's durable answer, on the wire; ${top.samples} writes in the middle half of the turns; p50 ${top.p50.toFixed(0)} ms; the last turn was durable ${(top.lagMs / 1_000).toFixed(1)} s after its ${size.turnSeconds}-s stream`,
-        },
-        smoke,
-      ),
-    );
-    const pacedTop = paced.levels.at(-1)!;
-    emit(
-      compared(
-        {
-          key: 'capacityAt1Write',
-          title: `streaming turns held, workers writing once a second`,
-          unit: 'turns',
-          value: capacityOf(paced.levels),
-          comparison: { label: 'as shipped, this run', value: Math.max(1, capacity) },
-          target: { on: 'value', op: '>=', bound: 500 },
-          note: `flush window 1 s (capacityWorker.ts), ${pacedTop.writesPerTurnSecond.toFixed(1)} writes per turn-second; p99 by level: ${paced.levels.map((level) => `${level.turns}: ${level.p99.toFixed(0)} ms`).join(', ')}; ${pacedTop.eventsPerStreamSecond.toFixed(1)} events per turn-second and ${((pacedTop.bytesPerTurn * (20 / size.turnSeconds)) / 1_024).toFixed(0)} KB per 20-s turn there`,
         },
         smoke,
       ),

@@ -227,8 +227,8 @@ export class Worker {
       run.token = token;
       this.log.info({ workerId: this.workerId, threadId, turnId, lease: token }, 'turn claimed');
     } catch (error) {
-      // Another worker won, or the turn moved on: exactly what an offer to many may end in.
-      if (!(error instanceof TurnloomError) || !['conflict', 'illegal_transition', 'not_found'].includes(error.code)) this.log.error({ ...errorFields(error), workerId: this.workerId, threadId, turnId }, 'claim failed');
+      // Another worker won, the turn moved on, or the engine runs all it may for now: what an offer to many may end in.
+      if (!(error instanceof TurnloomError) || !['conflict', 'illegal_transition', 'not_found', 'overloaded'].includes(error.code)) this.log.error({ ...errorFields(error), workerId: this.workerId, threadId, turnId }, 'claim failed');
       return;
     }
     const proof = { workerId: this.workerId, threadId, turnId, token: run.token, key: secret };
