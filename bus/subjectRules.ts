@@ -15,6 +15,8 @@ export function assertSubject(subject: string, wildcards: boolean): void {
 
 /** Does a concrete subject match a subscription pattern? */
 export function subjectMatches(pattern: string, subject: string): boolean {
+  // Most subscriptions name one subject: no need to split either side (every message is matched against every subscription).
+  if (!pattern.includes('*') && !pattern.endsWith('>')) return pattern === subject;
   const want = pattern.split('.');
   const have = subject.split('.');
   for (let i = 0; i < want.length; i++) {
