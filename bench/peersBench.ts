@@ -6,7 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { ensureBenchDependencies, installedVersion } from './benchDependencies.ts';
 import { type Figure, type Suite, compared, inRounds, median } from './figure.ts';
 import { contenders } from './peers/contenders.ts';
-import { ANSWER_CHARS, type Contender, FIRST_TEXT, KILL_CHUNK_DELAY_MS, KILL_TOOL_MS, type Recovery, type Session, timedWorkload } from './peers/workload.ts';
+import { ANSWER_CHARS, type Contender, FIRST_TEXT, KILL_AT_CHARS, KILL_CHUNK_DELAY_MS, KILL_TOOL_MS, type Recovery, type Session, timedWorkload } from './peers/workload.ts';
 
 const repoRoot = fileURLToPath(new URL('..', import.meta.url));
 const childScript = fileURLToPath(new URL('./peers/child.ts', import.meta.url));
@@ -210,7 +210,7 @@ interface KillOutcome extends Recovery {
   streamedAtKill: number;
 }
 
-/** A turn killed -9 (while its tool runs, or halfway through its first step's stream), then carried on by a new process on the same data. */
+/** A turn killed -9 (while its tool runs, or in the middle of its first step’s stream), then carried on by a new process on the same data. */
 async function killAndRecover(scratch: string, contender: Contender, phase: 'tool' | 'stream'): Promise<KillOutcome> {
   const dir = join(scratch, `${contender.key}-kill-${phase}`);
   mkdirSync(dir);
@@ -222,7 +222,7 @@ async function killAndRecover(scratch: string, contender: Contender, phase: 'too
       const [word, value] = line.split(' ');
       if (word === 'thread') thread = value!;
       else if (phase === 'tool' && word === 'tool') kill();
-      else if (phase === 'stream' && word === 'streamed' && Number(value) >= FIRST_TEXT.length / 2) {
+      else if (phase === 'stream' && word === 'streamed' && Number(value) >= KILL_AT_CHARS) {
         streamedAtKill = Number(value);
         kill();
       }
@@ -295,7 +295,7 @@ async function childFigures(scratch: string, sizes: Sizes, smoke: boolean, emit:
       key: 'peersKillStream',
       title: 'kill -9 mid-stream: characters kept',
       unit: 'chars',
-      note: `kill -9 once the first step had streamed ${FIRST_TEXT.length / 2} of its ${FIRST_TEXT.length} characters (a chunk every ${KILL_CHUNK_DELAY_MS} ms), then a new process carries on — ${told('stream', (outcome) => `${outcome.keptChars} of ≥${outcome.streamedAtKill} kept, tool ran ${outcome.toolRuns}×, ${outcome.outcome}`)}; a whole answer is ${ANSWER_CHARS}; turnloom's scripted model answers by step number, so its turn, taken up after the closed first step, goes on with the second`,
+      note: `kill -9 once the first step had streamed ${KILL_AT_CHARS} of its ${FIRST_TEXT.length} characters (a chunk every ${KILL_CHUNK_DELAY_MS} ms; turnloom writes a streaming answer about once a second, the live channel carrying the typing), then a new process carries on — ${told('stream', (outcome) => `${outcome.keptChars} of ≥${outcome.streamedAtKill} kept, tool ran ${outcome.toolRuns}×, ${outcome.outcome}`)}; a whole answer is ${ANSWER_CHARS}; turnloom's scripted model answers by step number, so its turn, taken up after the closed first step, goes on with the second`,
     }),
   );
 }

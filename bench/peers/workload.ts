@@ -20,7 +20,7 @@ export const chunksOf = (text: string): string[] => Array.from({ length: Math.ce
 
 /** How one run of the workload behaves; the defaults are the timed workload's. */
 export interface WorkloadOptions {
-  /** Pause before each text chunk after the first, in ms (kill tests slow the stream down to kill it halfway). */
+  /** Pause before each text chunk after the first, in ms (kill tests slow the stream down to kill it in its middle). */
   chunkDelayMs: number;
   /** The tool the model calls. */
   tool: () => Promise<string>;
@@ -30,9 +30,15 @@ export interface WorkloadOptions {
 
 export const timedWorkload: WorkloadOptions = { chunkDelayMs: 0, tool: async () => TOOL_RESULT };
 
-/** How long the kill tests' tool takes, and the pause between chunks when a stream is to be killed halfway. */
+/** How long the kill tests' tool takes, and the pause between chunks when a stream is to be killed in its middle. */
 export const KILL_TOOL_MS = 300;
 export const KILL_CHUNK_DELAY_MS = 20;
+/**
+ * How much of the first step has streamed when it is killed: 1.6 s into it
+ * at a chunk every 20 ms, past the first second, so a runtime that writes a
+ * streaming answer about once a second (turnloom) has had one chance to.
+ */
+export const KILL_AT_CHARS = 1_600;
 
 /** A tool that leaves a line in `path` each time it runs, then takes `ms` (what the kill tests count and kill in). */
 export const countedTool =
