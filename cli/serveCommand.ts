@@ -1,6 +1,7 @@
 import { type Bus, TurnloomError } from '../domain/index.ts';
 import { hostname } from 'node:os';
-import { InProcessHub, NatsBus, subjects } from '../bus/index.ts';
+import { InProcessHub, subjects } from '../bus/index.ts';
+import { NatsBus } from '../bus/natsBus.ts';
 import { ClusterNode } from '../services/cluster/index.ts';
 import { type ConfiguredWorker, configuredWorker } from './workerSetup.ts';
 import { cliLogger, logArgOptions, logSettings } from './cliLogger.ts';
