@@ -91,7 +91,12 @@ export class EngineClaim {
       await this.bus.flush();
       this.bus.publish(subject, encode(this.self, JSON_TYPE), { reply: inbox });
       await this.bus.flush();
-      if (!this.bus.local) await sleep(this.windowMs);
+      if (!this.bus.local) {
+        await sleep(this.windowMs);
+        // A loop kept busy through the window (a start loading its modules meanwhile) may not have read an answer that
+        // came in time: a round trip to the server delivers whatever it sent before, so no rival is missed for that.
+        await this.bus.flush();
+      }
     } finally {
       answers.unsubscribe();
     }
