@@ -1,6 +1,7 @@
 import { type NatsConnection, connect, headers as natsHeaders } from '@nats-io/transport-node';
 import { LmdbStore } from '../adapters/lmdbStore.ts';
-import { MSGPACK, NatsBus, encode } from '../bus/index.ts';
+import { MSGPACK, encode } from '../bus/index.ts';
+import { NatsBus } from '../bus/natsBus.ts';
 import { TurnloomClient } from '../client/index.ts';
 import { startTurnloomServer } from '../services/turnloomServer.ts';
 import { type NatsServerHandle, startNatsServer } from '../test/support/natsServer.ts';

@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import { NatsBus } from '../bus/index.ts';
+import { NatsBus } from '../bus/natsBus.ts';
 import { TurnloomClient } from '../client/index.ts';
 import { type CliProcess, runCli } from '../test/support/cliProcess.ts';
 import { startNatsCluster } from '../test/support/natsCluster.ts';

@@ -1,7 +1,8 @@
 import { setImmediate as nextTurn, setTimeout as sleep } from 'node:timers/promises';
 import { type NatsConnection, connect, headers as natsHeaders } from '@nats-io/transport-node';
 import { LmdbStore } from '../adapters/lmdbStore.ts';
-import { MSGPACK, NatsBus, decode, encode } from '../bus/index.ts';
+import { MSGPACK, decode, encode } from '../bus/index.ts';
+import { NatsBus } from '../bus/natsBus.ts';
 import { TurnloomClient } from '../client/index.ts';
 import type { ProviderAdapter, ProviderEvent, StoredEvent } from '../domain/index.ts';
 import { type LiveDelta, decodeLiveBatch } from '../protocol/index.ts';

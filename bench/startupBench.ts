@@ -1,5 +1,5 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -7,7 +7,8 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { type NatsConnection, connect } from '@nats-io/transport-node';
 import { tempDir } from '../test/support/tempDir.ts';
 import { Teardown, privateNats } from './busBench.ts';
-import { type Figure, type Suite, compared, interleaved } from './figure.ts';
+import { type Figure, type Suite, compared, interleaved, median } from './figure.ts';
+import { spawnToExit, timeBareFetch, timeRun } from './cliRunScenario.ts';
 
 const bin = fileURLToPath(new URL('../bin/turnloom.mjs', import.meta.url));
 /** The NATS client as the package installs it, imported by absolute URL: the baseline child runs from a temp folder. */
@@ -38,6 +39,66 @@ function plainEnvironment(): NodeJS.ProcessEnv {
     if (/^(OPENAI_|ANTHROPIC_|TURNLOOM_)/.test(name) || name === 'NODE_OPTIONS') delete env[name];
   }
   return env;
+}
+
+/** Spawns `node <args>` from `cwd` and times it to its exit, in ms. */
+async function timeToExit(args: string[], cwd: string): Promise<number> {
+  const { started, exited } = spawnToExit(args, { cwd, env: plainEnvironment(), timeoutMs: START_TIMEOUT_MS });
+  return (await exited) - started;
+}
+
+/**
+ * The CLI as a person meets it, in interleaved rounds: `node -e 0`,
+ * `turnloom --version`, `--help`, a four-step `run` against a local fake
+ * model (see cliRunScenario.ts), and a bare fetch of the same answer.
+ */
+async function cliFigures(rounds: number, folder: string, smoke: boolean): Promise<Figure[]> {
+  const samples = { bare: [] as number[], version: [] as number[], help: [] as number[], firstRequest: [] as number[], answerToExit: [] as number[], fetchToExit: [] as number[] };
+  const round = async (index: number) => {
+    const place = join(folder, `run-${index}`);
+    mkdirSync(place);
+    samples.bare.push(await timeToExit(['-e', '0'], place));
+    samples.version.push(await timeToExit([bin, '--version'], place));
+    samples.help.push(await timeToExit([bin, '--help'], place));
+    const run = await timeRun(bin, place, plainEnvironment(), START_TIMEOUT_MS);
+    samples.firstRequest.push(run.firstRequest);
+    samples.answerToExit.push(run.answerToExit);
+    samples.fetchToExit.push(await timeBareFetch(place, plainEnvironment(), START_TIMEOUT_MS));
+  };
+  // One unmeasured round first: what a user's second start finds (the OS's file cache) is what is timed.
+  if (!smoke) await round(0);
+  for (let index = 1; index <= rounds; index += 1) await round(index);
+  const seconds = (values: number[]) => median(values) / 1000;
+  const bare = { label: '`node -e 0`', value: seconds(samples.bare) };
+  const note = `${rounds} rounds, medians, interleaved with \`node -e 0\`; ${smoke ? 'first starts (smoke)' : 'after one unmeasured round'}`;
+  return [
+    compared({ key: 'versionStart', title: '`turnloom --version`, spawn to exit', unit: 's', value: seconds(samples.version), comparison: bare, target: { on: 'value', op: '<=', bound: 0.15 }, note }, smoke),
+    compared({ key: 'helpStart', title: '`turnloom --help`, spawn to exit', unit: 's', value: seconds(samples.help), comparison: bare, target: { on: 'value', op: '<=', bound: 0.15 }, note }, smoke),
+    compared(
+      {
+        key: 'runFirstRequest',
+        title: '`turnloom run` (embedded, git workspace), spawn to its first model request reaching a local fake model',
+        unit: 's',
+        value: seconds(samples.firstRequest),
+        comparison: bare,
+        target: { on: 'value', op: '<=', bound: 0.25 },
+        note,
+      },
+      smoke,
+    ),
+    compared(
+      {
+        key: 'runAnswerToExit',
+        title: '`turnloom run`, last byte of the final answer to exit (checkpoint, diff, side work, summary printed)',
+        unit: 's',
+        value: seconds(samples.answerToExit),
+        comparison: { label: 'bare node: fetch the same answer, read it whole, exit', value: seconds(samples.fetchToExit) },
+        target: { on: 'value', op: '<=', bound: 0.1 },
+        note: `${rounds} rounds, medians; a four-step task (read, edit, bash, answer) with --approve auto --mode full; the fake model answers side work at once`,
+      },
+      smoke,
+    ),
+  ];
 }
 
 /** Asks `subject` until something answers; stops with the reason `gone()` gives once the child is gone, or at the timeout. */
@@ -123,6 +184,7 @@ export const startupSuite: Suite = {
         await serve();
       }
       const measured = await interleaved(rounds, bare, serve);
+      const cli = await cliFigures(rounds, workspace.path, smoke);
       return [
         compared(
           {
@@ -136,6 +198,7 @@ export const startupSuite: Suite = {
           },
           smoke,
         ),
+        ...cli,
       ];
     } finally {
       await teardown.run();

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { type ParseArgsConfig, parseArgs } from 'node:util';
-import { ZodError, type ZodType } from 'zod';
-import { TurnloomError } from '../domain/index.ts';
+import type { ZodError, ZodType } from 'zod';
+import { TurnloomError } from '../domain/errors.ts';
 
 /**
  * A mistake on the command line or in a file the user named: printed as one
@@ -114,10 +114,13 @@ export function positiveOption(command: string, option: string, value: string | 
   return number;
 }
 
+/** A Zod validation error, known by its shape: telling it apart needs no import of Zod, which `--help` and `--version` start without. */
+const isZodError = (error: unknown): error is ZodError => error instanceof Error && error.name === 'ZodError' && Array.isArray((error as { issues?: unknown }).issues);
+
 /** One line for anything a user can cause; `undefined` for our own bugs (those keep their stack). */
 export function userFacingMessage(error: unknown): string | undefined {
   if (error instanceof UsageError || error instanceof TurnloomError) return error.message;
-  if (error instanceof ZodError) return summarizeZodError(error);
+  if (isZodError(error)) return summarizeZodError(error);
   return undefined;
 }
 

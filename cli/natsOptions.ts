@@ -1,5 +1,6 @@
 import { type ConnectionOptions, credsAuthenticator } from '@nats-io/transport-node';
-import { NatsBus, subjects } from '../bus/index.ts';
+import { subjects } from '../bus/index.ts';
+import { NatsBus } from '../bus/natsBus.ts';
 import { TurnloomError, type Logger } from '../domain/index.ts';
 import { UsageError, readUserFile } from './cliErrors.ts';
 import { redact, registerSecret } from './redact.ts';

@@ -6,6 +6,7 @@ import { printStyled } from './redact.ts';
 import { changesOf, summaryLines } from './run/runSummary.ts';
 import { terminalJson, visible } from './terminalText.ts';
 import { providersFromEnvironment } from './providerRegistry.ts';
+import { LazyProvider } from '../adapters/providers/lazyProvider.ts';
 import { commandConfig, compactionOptions } from './commandConfig.ts';
 import type { ApprovalPolicy } from './run/approvalAnswers.ts';
 import { type RunReport, runEmbedded } from './run/embeddedRun.ts';
@@ -59,6 +60,9 @@ export async function runCommand(args: string[]): Promise<number> {
   const setup = await providersFromEnvironment(process.env, values.script, { config, files, flags: { command: 'run', provider: values.provider, model: values.model } });
   const agent = values.agent === undefined ? undefined : checkAgent('run', config, values.agent);
   const { name, model } = agent && values.provider === undefined && values.model === undefined ? agentProvider(config, agent, setup) : setup.defaultProvider;
+  // The turn's first model call is a few git calls and the engine's start away: its SDK loads meanwhile.
+  const chosen = setup.providers[name];
+  if (chosen instanceof LazyProvider) chosen.preload();
   const notes = process.stderr;
   const colour = wantsColour(process.stdout);
   if (Object.keys(setup.providers).length === 1) notes.write('turnloom: no OPENAI_API_KEY or ANTHROPIC_API_KEY is set, so the scripted provider answers\n');

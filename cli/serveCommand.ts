@@ -1,22 +1,19 @@
 import { type Bus, TurnloomError } from '../domain/index.ts';
 import { hostname } from 'node:os';
-import { InProcessHub, NatsBus, subjects } from '../bus/index.ts';
-import { ClusterNode } from '../services/cluster/index.ts';
-import { type ConfiguredWorker, configuredWorker } from './workerSetup.ts';
+import { InProcessHub, subjects } from '../bus/index.ts';
+import { NatsBus } from '../bus/natsBus.ts';
+import type { ClusterNode } from '../services/cluster/index.ts';
+import type { ConfiguredWorker } from './workerSetup.ts';
 import { cliLogger, logArgOptions, logSettings } from './cliLogger.ts';
-import { startTelemetry } from './telemetry.ts';
-import { type AuthConfig, DEFAULT_MAX_PAYLOAD, authConfigSchema } from '../services/api/index.ts';
-import { type TurnloomServer, VERSION, startTurnloomServer } from '../services/turnloomServer.ts';
+import { type AuthConfig, authConfigSchema } from '../services/api/auth.ts';
+import { EngineClaim } from '../services/api/engineClaim.ts';
+import type { TurnloomServer } from '../services/turnloomServer.ts';
+import { VERSION } from '../domain/version.ts';
 import type { InspectorRelay } from '../inspector/index.ts';
-import { startRelay } from './startRelay.ts';
 import { UsageError, integerOption, parseOptions, positiveOption, readJsonFile } from './cliErrors.ts';
 import { type NatsSettings, checkInboxPrefix, checkPrefix, natsArgOptions, connectNats, natsSettings, refuseSecretFlags } from './natsOptions.ts';
-import { openStore } from './openStore.ts';
-import { providersFromEnvironment } from './providerRegistry.ts';
-import { commandConfig, compactionOptions } from './commandConfig.ts';
 import { registerSecret } from './redact.ts';
 import { untilSignal } from './untilSignal.ts';
-import { dataFolderFor, workspaceSetup } from './workspaceSetup.ts';
 import { MIN_MAX_PAYLOAD, serveUsage } from './commandUsage.ts';
 
 
@@ -36,17 +33,34 @@ function readAuthFile(path: string): AuthConfig {
 }
 
 /** The payload limit to serve with: the user's, checked against what the NATS server accepts, or the default. */
-function payloadLimit(requested: number | undefined, bus: Bus): number {
+function payloadLimit(requested: number | undefined, bus: Bus, byDefault: number): number {
   const serverMax = bus instanceof NatsBus ? bus.maxPayload : undefined;
-  if (serverMax === undefined) return requested ?? DEFAULT_MAX_PAYLOAD;
+  if (serverMax === undefined) return requested ?? byDefault;
   if (serverMax < MIN_MAX_PAYLOAD) {
     throw new TurnloomError('unavailable', `the NATS server's max_payload is ${serverMax} bytes, below the ${MIN_MAX_PAYLOAD} the API needs; raise max_payload in its configuration`);
   }
   if (requested !== undefined && requested > serverMax) {
     throw new UsageError(`serve: --max-payload ${requested} is over the NATS server's max_payload of ${serverMax} bytes; lower it, or raise max_payload in the server's configuration`);
   }
-  return requested ?? Math.min(DEFAULT_MAX_PAYLOAD, serverMax);
+  return requested ?? Math.min(byDefault, serverMax);
 }
+
+/**
+ * What an engine's start needs past its options (the engine, its store, the
+ * worker, the workspace's setup): most of what serve loads, imported as one
+ * while NATS connects and the claim listens.
+ */
+const engineParts = () =>
+  Promise.all([
+    import('./workspaceSetup.ts'),
+    import('./commandConfig.ts'),
+    import('./providerRegistry.ts'),
+    import('./telemetry.ts'),
+    import('./openStore.ts'),
+    import('./workerSetup.ts'),
+    import('../services/turnloomServer.ts'),
+    import('../services/api/apiServer.ts'),
+  ]).then(([workspace, config, providers, telemetry, store, worker, server, api]) => ({ ...workspace, ...config, ...providers, ...telemetry, ...store, ...worker, ...server, DEFAULT_MAX_PAYLOAD: api.DEFAULT_MAX_PAYLOAD }));
 
 export async function serveCommand(args: string[]): Promise<number> {
   refuseSecretFlags('serve', args);
@@ -100,28 +114,55 @@ export async function serveCommand(args: string[]): Promise<number> {
   } else if (values['nats-user'] !== undefined || values['nats-creds'] !== undefined) {
     throw new UsageError(`serve: ${values['nats-user'] !== undefined ? '--nats-user' : '--nats-creds'} needs --nats URL`);
   }
-  const dataDir = await dataFolderFor(values.workspace ?? '.', values.data);
-  const secretFiles = [values.auth, values['nats-creds']].filter((file) => file !== undefined);
-  const workspace = values['no-worker'] ? null : await workspaceSetup('serve', '--workspace', values.workspace ?? '.', dataDir, secretFiles);
-  // An engine alone serves no workspace, so only the user file speaks for it.
-  const { config, files } = commandConfig(workspace?.workspace ?? null);
-  const setup = await providersFromEnvironment(process.env, values.script, { config, files });
+  // NATS is connected to, and the prefix claimed, while the workspace, the configuration and the store are set up: the claim
+  // listens a moment for another engine on the prefix, and that moment then costs the start nothing. A mistake found
+  // meanwhile closes the connection again.
+  const connecting = nats ? connectNats(nats, 'turnloom-engine', inboxPrefix, log).then((bus) => ({ bus, claim: claimed(bus, prefix, values.cluster!) })) : null;
+  connecting?.catch(() => undefined);
+  const loading = engineParts();
+  const dropConnection = async () => {
+    await connecting?.then(({ bus, claim }) => (claim.release(), bus.close())).catch(() => undefined);
+  };
+  const prepared = await (async () => {
+    const parts = await loading;
+    const { dataFolderFor, workspaceSetup, commandConfig, providersFromEnvironment } = parts;
+    const dataDir = await dataFolderFor(values.workspace ?? '.', values.data);
+    const secretFiles = [values.auth, values['nats-creds']].filter((file) => file !== undefined);
+    const workspace = values['no-worker'] ? null : await workspaceSetup('serve', '--workspace', values.workspace ?? '.', dataDir, secretFiles);
+    // An engine alone serves no workspace, so only the user file speaks for it.
+    const { config, files } = commandConfig(workspace?.workspace ?? null);
+    const setup = await providersFromEnvironment(process.env, values.script, { config, files });
+    return { parts, dataDir, workspace, config, files, setup };
+  })().catch(async (error: unknown) => {
+    await dropConnection();
+    throw error;
+  });
+  const { parts, dataDir, workspace, config, files, setup } = prepared;
+  const { compactionOptions, startTelemetry, openStore, configuredWorker, startTurnloomServer } = parts;
   const compaction = compactionOptions(config, contextWindow, setup.defaultProvider.name);
 
   // Then the resources, each closed again if a later one fails.
-  const telemetry = await startTelemetry('turnloom-serve');
-  const store = openStore(dataDir);
+  const telemetry = await startTelemetry('turnloom-serve').catch(async (error: unknown) => {
+    await dropConnection();
+    throw error;
+  });
+  let store: ReturnType<typeof openStore> | undefined;
   let bus: Bus | undefined;
   let server: TurnloomServer | undefined;
   let relay: InspectorRelay | undefined;
   let cluster: ClusterNode | undefined;
   let configured: ConfiguredWorker | undefined;
+  let claim: EngineClaim | undefined;
   try {
+    store = openStore(dataDir);
+    if (connecting) ({ bus, claim } = await connecting);
+    else bus = new InProcessHub(log).connect();
     if (workspace) configured = await configuredWorker(config, workspace.workspace, workspace.tools, log);
-    bus = nats ? await connectNats(nats, 'turnloom-engine', inboxPrefix, log) : new InProcessHub(log).connect();
-    const limit = payloadLimit(maxPayload, bus);
+    const limit = payloadLimit(maxPayload, bus, parts.DEFAULT_MAX_PAYLOAD);
     if (values.cluster && bus instanceof NatsBus) {
       const info = bus.connection.info;
+      // Loaded only here, as the relay below is: JetStream's client and the inspector's chart layout are no part of a plain serve's start.
+      const { ClusterNode } = await import('../services/cluster/index.ts');
       cluster = await ClusterNode.open({
         nc: bus.connection,
         bus,
@@ -135,6 +176,7 @@ export async function serveCommand(args: string[]): Promise<number> {
     server = await startTurnloomServer({
       bus,
       store: cluster?.store ?? store,
+      claim,
       log,
       ...(cluster ? { cluster } : {}),
       prefix,
@@ -150,12 +192,15 @@ export async function serveCommand(args: string[]): Promise<number> {
       },
       runner: { compaction },
     });
-    if (inspectPort !== undefined) relay = await startRelay({ bus, prefix, port: inspectPort, log, ...(token ? { token } : {}) }, '--inspect');
+    if (inspectPort !== undefined) relay = await (await import('./startRelay.ts')).startRelay({ bus, prefix, port: inspectPort, log, ...(token ? { token } : {}) }, '--inspect');
   } catch (error) {
+    claim?.release();
     await server?.stop().catch(() => {});
     await configured?.close();
+    // A store that did not open leaves a connection made meanwhile to be closed here.
+    if (!bus) await dropConnection();
     await bus?.close().catch(() => {});
-    await store.close().catch(() => {});
+    await store?.close().catch(() => {});
     await telemetry.stop();
     throw error;
   }
@@ -192,4 +237,11 @@ export async function serveCommand(args: string[]): Promise<number> {
   }
   console.log('stopped');
   return 0;
+}
+
+/** A claim on `prefix`, begun now: awaited by the server as its API starts. */
+function claimed(bus: Bus, prefix: string, cluster: boolean): EngineClaim {
+  const claim = new EngineClaim(bus, subjects(prefix), cluster ? 'cluster' : 'single');
+  claim.claim().catch(() => undefined);
+  return claim;
 }

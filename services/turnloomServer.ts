@@ -3,7 +3,7 @@ import { logCommittedEvents } from './api/eventLog.ts';
 import { TurnTelemetry } from './api/turnTelemetry.ts';
 import { isAlive } from '../adapters/processIdentity.ts';
 import { type Subjects, subjects as subjectsFor } from '../bus/index.ts';
-import { ApiServer, type AuthConfig, Authenticator, DEFAULT_MAX_PAYLOAD, ThreadWatches, type ThreadWatchesOptions, eventLimitFor, publishCommittedEvents, publishInspections } from './api/index.ts';
+import { ApiServer, type AuthConfig, Authenticator, DEFAULT_MAX_PAYLOAD, EngineClaim, ThreadWatches, type ThreadWatchesOptions, eventLimitFor, publishCommittedEvents, publishInspections } from './api/index.ts';
 import { WorkerGateway, type WorkerGatewayOptions } from './dispatch/workerGateway.ts';
 import { Engine, type EngineOptions } from './engine/engine.ts';
 import { CrashRepair } from './runtime/crashRepair.ts';
@@ -50,6 +50,12 @@ export interface TurnloomServerOptions {
    * requests go to the engine that owns their thread.
    */
   cluster?: ClusterNode;
+  /**
+   * The claim on the prefix, begun by the caller as soon as its bus was up
+   * (so that its listening window overlaps opening the store, the worker's
+   * setup…); default: one begun here, before the engine opens.
+   */
+  claim?: EngineClaim;
   /**
    * Where the server says what happens (turns requested, leased and settled,
    * approvals, workers joining and lost, repairs, reverts, errors with their
@@ -99,7 +105,13 @@ export async function startTurnloomServer(options: TurnloomServerOptions): Promi
     throw new TurnloomError('conflict', `this data folder is engine ${replica.engineId}'s copy of a cluster's log (${replica.source}): run it as an engine of that cluster, or give this engine another folder`, { replica });
   }
   const log = options.log ?? silentLogger;
-  const engine = await Engine.open({ store: options.store, maxEventBytes: eventLimitFor(maxPayloadBytes), queue: options.queue, log });
+  // The claim listens for another engine on the prefix for a moment: while the engine opens. Its answer is awaited as the API starts.
+  const claim = options.claim ?? new EngineClaim(options.bus, subjects, cluster ? 'cluster' : 'single');
+  claim.claim().catch(() => undefined);
+  const engine = await Engine.open({ store: options.store, maxEventBytes: eventLimitFor(maxPayloadBytes), queue: options.queue, log }).catch((error: unknown) => {
+    claim.release();
+    throw error;
+  });
   const unpublishEvents = publishCommittedEvents(engine, options.bus, subjects, log);
   const unpublishInspections = publishInspections(engine, options.bus, subjects, log);
   const unlog = logCommittedEvents(engine, log);
@@ -138,6 +150,7 @@ export async function startTurnloomServer(options: TurnloomServerOptions): Promi
       bus: options.bus,
       engine,
       subjects,
+      claim,
       watches,
       workers: gateway,
       auth,
@@ -172,6 +185,7 @@ export async function startTurnloomServer(options: TurnloomServerOptions): Promi
     }
     await api.start();
   } catch (error) {
+    claim.release();
     await cluster?.stop().catch(() => undefined);
     watches.stop();
     unpublish();

@@ -78,14 +78,17 @@ export class Checkpoints implements WorkspaceCheckpoints {
 
   async capture(threadId: string, turnId: string, which: Which): Promise<CheckpointRef> {
     const git = await gitFor(this.place);
-    const tree = await withTemporaryIndex(this.indexPath, async (env) => this.stageWorkTree(git, env, await this.excluded(git, env, { ignored: false })));
-    return this.keep(git, threadId, turnId, which, tree);
+    // HEAD is read while the work tree is staged: neither touches what the other reads.
+    const [tree, head] = await Promise.all([
+      withTemporaryIndex(this.indexPath, async (env) => this.stageWorkTree(git, env, await this.excluded(git, env, { ignored: false }))),
+      this.commitOrNull(git, 'HEAD'),
+    ]);
+    return this.keep(git, threadId, turnId, which, tree, head);
   }
 
-  /** Commits `tree` (on HEAD, so it reads as a change from the branch) and keeps it under its hidden ref. */
-  private async keep(git: Git, threadId: string, turnId: string, which: Which, tree: string): Promise<CheckpointRef> {
+  /** Commits `tree` (on `head`, HEAD's commit, so it reads as a change from the branch) and keeps it under its hidden ref. */
+  private async keep(git: Git, threadId: string, turnId: string, which: Which, tree: string, head: string | null): Promise<CheckpointRef> {
     const ref = checkpointRefName(threadId, turnId, which);
-    const head = await this.commitOrNull(git, 'HEAD');
     const parent = head === null ? [] : ['-p', head];
     // Quoted: ids may hold spaces, newlines or NUL, which an argv string cannot carry.
     const message = `turnloom checkpoint ${JSON.stringify(threadId)} ${JSON.stringify(turnId)} ${which}`;
@@ -157,7 +160,7 @@ export class Checkpoints implements WorkspaceCheckpoints {
           conflicts: conflicts.length,
         });
       }
-      const saved = await this.keep(git, options.saveAs.threadId, options.saveAs.id, 'reverted', current);
+      const saved = await this.keep(git, options.saveAs.threadId, options.saveAs.id, 'reverted', current, await this.commitOrNull(git, 'HEAD'));
       const wanted = await this.treeWith(git, current, paths.map((path) => ({ path, entry: plan.get(path)!.target })));
       const changes = parseFileChanges(await git([...plainDiff, ...fileChangeArgs, current, wanted]));
       // The temporary index matches the work tree, and `wanted` differs from it only in the turns' files: the

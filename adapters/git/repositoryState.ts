@@ -1,4 +1,4 @@
-import { runGit } from './runGit.ts';
+import { gitFor, runGit } from './runGit.ts';
 
 /** What the model is told of a workspace's repository: where its root is, the branch, and a bounded `git status`. */
 export interface RepositoryState {
@@ -18,11 +18,14 @@ export async function repositoryState(cwd: string): Promise<RepositoryState | nu
   } catch {
     return null;
   }
-  const place = { cwd: root };
-  const branch = (await runGit(place, ['symbolic-ref', '--quiet', '--short', 'HEAD'], { emptyOnExit: [1, 128] }).catch(() => '')).trim() || null;
-  const lines = (await runGit(place, ['status', '--porcelain=v1', '--untracked-files=normal'], {}).catch(() => ''))
-    .split('\n')
-    .filter((line) => line.length > 0);
+  const git = await gitFor({ cwd: root }).catch(() => null);
+  // The branch and the status read the repository side by side: a turn's first model call waits for both.
+  const [branchName, statusText] = await Promise.all([
+    git?.(['symbolic-ref', '--quiet', '--short', 'HEAD'], { emptyOnExit: [1, 128] }).catch(() => '') ?? '',
+    git?.(['status', '--porcelain=v1', '--untracked-files=normal']).catch(() => '') ?? '',
+  ]);
+  const branch = branchName.trim() || null;
+  const lines = statusText.split('\n').filter((line) => line.length > 0);
   let status = lines.slice(0, MAX_STATUS_LINES).join('\n');
   if (status.length > MAX_STATUS_CHARS) status = `${status.slice(0, MAX_STATUS_CHARS)}…`;
   if (lines.length > MAX_STATUS_LINES) status += `\n… and ${lines.length - MAX_STATUS_LINES} more changed files`;

@@ -1,5 +1,5 @@
+import { spawn } from 'node:child_process';
 import { delimiter, isAbsolute } from 'node:path';
-import { simpleGit } from 'simple-git';
 
 /*
  * Every git that turnloom runs runs on a work tree a model writes, so it runs
@@ -24,7 +24,7 @@ export interface GitPlace {
 export interface GitOptions {
   /** Added to the call's environment for this one call only. */
   env?: Record<string, string>;
-  /** Exit codes that mean "nothing found" (rev-parse --quiet) and yield empty output instead of an error. */
+  /** Exit codes that mean "nothing found" (rev-parse --quiet) and yield empty output instead of an error, when git says nothing on stderr. */
   emptyOnExit?: number[];
 }
 
@@ -73,17 +73,6 @@ const neutralised: Array<[string, string]> = [
  * delete them), and which repositories owned by someone else the user trusts.
  */
 const carried = { excludesFile: 'core.excludesfile', safeDirectory: 'safe.directory' };
-
-/** simple-git refuses our own command-scope settings and pager variables unless told they are meant. */
-const meant = {
-  allowUnsafeConfigPaths: true,
-  allowUnsafeConfigEnvCount: true,
-  allowUnsafeFsMonitor: true,
-  allowUnsafeHooksPath: true,
-  allowUnsafePager: true,
-  allowUnsafeEditor: true,
-  allowUnsafeFilter: true,
-};
 
 function fromProcess(names: readonly string[]): Record<string, string> {
   const env: Record<string, string> = {};
@@ -150,25 +139,28 @@ async function overridesFor(place: GitPlace): Promise<Array<[string, string]>> {
   return [...userOwn, ...neutralised, ...filters];
 }
 
-/** One git process; a fresh simple-git instance each time so env never leaks into other calls. */
-async function spawnGit(cwd: string, args: string[], options: { env: Record<string, string>; emptyOnExit: number[] }): Promise<string> {
-  try {
-    return await simpleGit({
-      baseDir: cwd,
-      unsafe: meant,
-      // simple-git treats a non-zero exit without stderr as success; here every unexpected exit is an error.
-      errors: (error, { exitCode, stdErr }) => {
-        if (exitCode === 0 || options.emptyOnExit.includes(exitCode)) return error;
-        const message = Buffer.concat(stdErr).toString('utf8').trim();
-        return Buffer.from(message || (error instanceof Error ? error.message : `exit code ${exitCode}`));
-      },
-    })
-      .env(options.env)
-      .raw(args);
-  } catch (error) {
-    const message = error instanceof Error ? error.message.trim() : String(error);
-    throw new Error(`git ${args.find((arg) => !arg.startsWith('-')) ?? ''} failed in ${cwd}: ${message}`, { cause: error });
-  }
+/**
+ * One git process, run by Node itself: a runner that waits for output
+ * before it believes a process ended (simple-git waits 50 ms more for every
+ * command that prints nothing: add, update-ref, a config lookup that finds
+ * nothing) would put that wait on every checkpoint, several times over.
+ */
+function spawnGit(cwd: string, args: string[], options: { env: Record<string, string>; emptyOnExit: number[] }): Promise<string> {
+  const failed = (message: string, cause?: unknown) => new Error(`git ${args.find((arg) => !arg.startsWith('-')) ?? ''} failed in ${cwd}: ${message}`, { cause });
+  return new Promise((resolve, reject) => {
+    const child = spawn('git', args, { cwd, env: options.env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const stdout: Buffer[] = [];
+    const stderr: Buffer[] = [];
+    child.stdout.on('data', (chunk: Buffer) => stdout.push(chunk));
+    child.stderr.on('data', (chunk: Buffer) => stderr.push(chunk));
+    child.once('error', (error) => reject(failed(error.message, error)));
+    child.once('close', (code, signal) => {
+      const said = Buffer.concat(stderr).toString('utf8').trim();
+      // "Nothing found" is an expected exit that says nothing; the same code with a complaint (not a commit, say) is an error.
+      if (code === 0 || (code !== null && said === '' && options.emptyOnExit.includes(code))) resolve(Buffer.concat(stdout).toString('utf8'));
+      else reject(failed(said || (code === null ? `killed by ${signal}` : `exit code ${code}`)));
+    });
+  });
 }
 
 /** Runs one git command (an args array), running none of the repository's code. */

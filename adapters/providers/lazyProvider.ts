@@ -17,6 +17,15 @@ export class LazyProvider implements ProviderAdapter {
     this.load = load;
   }
 
+  /**
+   * Starts importing the SDK now, for a process that will call the model
+   * soon and has other work to do first; a failure is left for the call to
+   * meet (and try again).
+   */
+  preload(): void {
+    this.adapter().catch(() => undefined);
+  }
+
   private adapter(): Promise<ProviderAdapter> {
     this.loading ??= this.load().catch((error: unknown) => {
       this.loading = undefined;

@@ -24,6 +24,9 @@ export interface RecordedRequest {
   method: string;
   path: string;
   body: unknown;
+  /** `performance.now()` when the request's head arrived, and when its answer's last byte was written (`null` until then, or when cut short). */
+  receivedAt: number;
+  answeredAt: number | null;
 }
 
 export interface RecordedStreamServer {
@@ -98,13 +101,15 @@ export async function serveRecordedStream(protocol: WireProtocol, plans: Respons
   const requests: RecordedRequest[] = [];
   const sockets = new Set<import('node:net').Socket>();
   const server = createServer((request: IncomingMessage, response: ServerResponse) => {
+    const receivedAt = performance.now();
     void (async () => {
       const body = await readBody(request);
-      requests.push({ method: request.method ?? 'GET', path: request.url ?? '/', body });
+      const recorded: RecordedRequest = { method: request.method ?? 'GET', path: request.url ?? '/', body, receivedAt, answeredAt: null };
+      requests.push(recorded);
       const plan = typeof plans === 'function' ? plans(body, requests.length - 1) : plans[Math.min(requests.length - 1, plans.length - 1)]!;
       if (plan.kind === 'status') {
         response.writeHead(plan.status, { 'content-type': 'application/json', ...plan.headers });
-        response.end(JSON.stringify(plan.body));
+        response.end(JSON.stringify(plan.body), () => void (recorded.answeredAt = performance.now()));
         return;
       }
       response.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' });
@@ -118,7 +123,7 @@ export async function serveRecordedStream(protocol: WireProtocol, plans: Respons
         if (plan.delayMs) await new Promise((resolve) => setTimeout(resolve, plan.delayMs));
       }
       if (protocol === 'openai-chat') response.write('data: [DONE]\n\n');
-      response.end();
+      response.end(() => void (recorded.answeredAt = performance.now()));
     })().catch(() => response.destroy());
   });
   server.on('connection', (socket) => {

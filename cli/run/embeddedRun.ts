@@ -215,8 +215,8 @@ export async function runEmbedded(request: RunRequest): Promise<RunReport> {
         await followThrough(turnId);
       }
       view?.close();
-      // The title and the turn's summary come after it settled, from the worker's side work: wait for them.
-      await server.worker?.idle();
+      // The title and the turn's summary come after it settled, from the worker's side work: waited for, briefly.
+      await server.worker?.idle(SIDE_WORK_WAIT_MS);
       await watch.reach(server.engine.summary(threadId)!.seq);
       const report = reportOf(watch.context.view!, turnId);
       offLive();
@@ -233,6 +233,15 @@ export async function runEmbedded(request: RunRequest): Promise<RunReport> {
     temporary?.remove();
   }
 }
+
+/**
+ * How long a run waits, once its turns settled, for their side work (the
+ * thread's title, a turn's summary): a fast model's lines make it into the
+ * summary printed, a slow one does not hold the exit (the thread keeps the
+ * title it started with, the turn goes without a summary, and the calls
+ * still running are aborted as the worker stops).
+ */
+const SIDE_WORK_WAIT_MS = 1_500;
 
 /** How often the approvals of a turn's sub-agents are looked for while one runs. */
 const CHILD_APPROVALS_MS = 250;

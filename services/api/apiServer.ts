@@ -18,6 +18,8 @@ export interface ApiServerOptions {
   bus: Bus;
   engine: Engine;
   subjects: Subjects;
+  /** The claim on the prefix, when the caller began it earlier (its window then overlaps the rest of the start); else the server makes its own. */
+  claim?: EngineClaim;
   auth: Authenticator;
   defaultProvider: ProviderChoice;
   /** The provider choice of each agent that names one (see `ApiContext`). */
@@ -80,7 +82,7 @@ export class ApiServer {
     this.maxPayload = options.maxPayloadBytes ?? DEFAULT_MAX_PAYLOAD;
     this.log = options.log ?? silentLogger;
     this.inflight = new Inflight('api', this.log);
-    this.claim = new EngineClaim(options.bus, options.subjects, options.cluster ? 'cluster' : 'single');
+    this.claim = options.claim ?? new EngineClaim(options.bus, options.subjects, options.cluster ? 'cluster' : 'single');
     for (const method of apiMethods) {
       // Micro endpoint names allow only letters, digits, "_" and "-"; the subject keeps the dotted method.
       this.stats.set(method, { name: method.replaceAll('.', '_'), subject: options.subjects.api(method), requests: 0, errors: 0, lastError: null, processingNanos: 0 });

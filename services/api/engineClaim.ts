@@ -42,6 +42,7 @@ export class EngineClaim {
   private readonly self: ClaimNotice;
   private subscription: BusSubscription | undefined;
   private beaten: ClaimNotice | null = null;
+  private claiming: Promise<void> | undefined;
 
   constructor(
     private readonly bus: Bus,
@@ -63,8 +64,17 @@ export class EngineClaim {
     if (this.outranks(rival)) this.beaten ??= rival;
   }
 
-  /** Resolves once this engine owns the prefix; throws `PrefixTaken` when another one does. */
-  async claim(): Promise<void> {
+  /**
+   * Resolves once this engine owns the prefix; throws `PrefixTaken` when
+   * another one does. Asked once: later calls get the same answer, so a
+   * start can begin the claim early and await it where it serves.
+   */
+  claim(): Promise<void> {
+    this.claiming ??= this.ask();
+    return this.claiming;
+  }
+
+  private async ask(): Promise<void> {
     const subject = this.subjects.engineClaim;
     this.subscription = this.bus.subscribe(subject, (message) => {
       const rival = parseNotice(message.data);
@@ -81,7 +91,12 @@ export class EngineClaim {
       await this.bus.flush();
       this.bus.publish(subject, encode(this.self, JSON_TYPE), { reply: inbox });
       await this.bus.flush();
-      if (!this.bus.local) await sleep(this.windowMs);
+      if (!this.bus.local) {
+        await sleep(this.windowMs);
+        // A loop kept busy through the window (a start loading its modules meanwhile) may not have read an answer that
+        // came in time: a round trip to the server delivers whatever it sent before, so no rival is missed for that.
+        await this.bus.flush();
+      }
     } finally {
       answers.unsubscribe();
     }

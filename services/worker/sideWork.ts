@@ -80,8 +80,9 @@ export class SideWork {
     }
   }
 
-  /** Resolves once no side work runs here. */
-  async idle(): Promise<void> {
+  /** Resolves once no side work runs here, or once `withinMs` have passed (default: however long it takes). */
+  async idle(withinMs?: number): Promise<void> {
+    if (withinMs !== undefined) return settledWithin(this.idle(), withinMs);
     while (this.running.size > 0) await Promise.allSettled([...this.running]);
   }
 

@@ -444,8 +444,8 @@ async function captureAfter(work: TurnWork): Promise<void> {
   if (!before) return;
   try {
     const tree = await checkpoints.store.capture(threadId, turnId, 'after');
-    const diff = await diffToRecord(checkpoints.store, before.commit, tree.commit);
-    const uncaptured = await uncapturedWrites(work, checkpoints.store);
+    // Two reads of the repository side by side: the turn settles (and a run ends) once both are known.
+    const [diff, uncaptured] = await Promise.all([diffToRecord(checkpoints.store, before.commit, tree.commit), uncapturedWrites(work, checkpoints.store)]);
     await work.outbox.record([{ type: 'checkpoint.captured', turnId, side: 'after', ref: tree.ref, commit: tree.commit, diff, ...(uncaptured.length > 0 ? { uncaptured } : {}) }]);
   } catch (error) {
     await work.outbox.record([{ type: 'activity.recorded', turnId, kind: 'diagnostic', message: `no checkpoint after this turn: ${(error as Error).message}`, data: {} }]);

@@ -298,10 +298,14 @@ export class Worker {
     }
   }
 
-  /** Resolves once no turn and no side work runs here: what a one-shot run waits for before it stops. */
-  async idle(): Promise<void> {
+  /**
+   * Resolves once no turn and no side work runs here: what a one-shot run
+   * waits for before it stops. `sideWorkMs`: side work is waited for this
+   * long at most (what still runs then is for `stop` to end).
+   */
+  async idle(sideWorkMs?: number): Promise<void> {
     while (this.runs.size > 0) await Promise.allSettled([...this.runs.values()].map((run) => run.done));
-    await this.sideWork?.idle();
+    await this.sideWork?.idle(sideWorkMs);
   }
 
   /** Stops taking turns; the ones running are interrupted and settled before this resolves (a grace period if the engine is away), side work is stopped. */

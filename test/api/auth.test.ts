@@ -2,7 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Bus, type BusError, type StoredEvent, TurnloomError } from '../../domain/index.ts';
 import { LmdbStore } from '../../adapters/lmdbStore.ts';
-import { NatsBus } from '../../bus/index.ts';
+import { NatsBus } from '../../bus/natsBus.ts';
 import { TurnloomClient } from '../../client/index.ts';
 import { ScriptedProvider } from '../../adapters/providers/scriptedProvider.ts';
 import { Worker } from '../../services/worker/worker.ts';

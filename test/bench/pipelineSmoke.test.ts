@@ -38,8 +38,9 @@ describe('bench smoke: bus, pipeline, start-up', () => {
     expect(durable.target).toEqual({ on: 'value', op: '<=', bound: durable.comparison!.value + 20 });
   });
 
-  it('startup: turnloom serve as a child, beside a bare NATS client', async () => {
+  it('startup: turnloom serve as a child beside a bare NATS client, and the CLI (--version, --help, a run against a fake model) beside node -e 0', async () => {
     const figures = await smokeFigures(startupSuite);
-    expect([...figures.keys()]).toEqual(['serveStart']);
+    expect([...figures.keys()]).toEqual(['serveStart', 'versionStart', 'helpStart', 'runFirstRequest', 'runAnswerToExit']);
+    for (const key of ['versionStart', 'helpStart', 'runFirstRequest', 'runAnswerToExit']) expect(figures.get(key)!.unit).toBe('s');
   });
 });

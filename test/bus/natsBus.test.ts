@@ -1,6 +1,6 @@
 import { describe, expect, inject, it, onTestFinished } from 'vitest';
 import type { Bus } from '../../domain/index.ts';
-import { NatsBus } from '../../bus/index.ts';
+import { NatsBus } from '../../bus/natsBus.ts';
 import { busContract } from './busContract.ts';
 import { startNatsServer } from '../support/natsServer.ts';
 

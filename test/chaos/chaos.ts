@@ -2,7 +2,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { isDeepStrictEqual } from 'node:util';
-import { NatsBus } from '../../bus/index.ts';
+import { NatsBus } from '../../bus/natsBus.ts';
 import { type ThreadWatch, TurnloomClient } from '../../client/index.ts';
 import type { StoredEvent, ThreadView } from '../../domain/index.ts';
 import { rebuildView } from '../../protocol/projector.ts';

@@ -2,7 +2,7 @@ import { type IncomingMessage, createServer } from 'node:http';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { NatsBus } from '../../bus/index.ts';
+import { NatsBus } from '../../bus/natsBus.ts';
 import { TurnloomClient } from '../../client/index.ts';
 import { runCli } from '../support/cliProcess.ts';
 import { type NatsServerHandle, freePort, startNatsServer } from '../support/natsServer.ts';

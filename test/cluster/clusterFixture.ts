@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { Kvm } from '@nats-io/kv';
 import { DeliverPolicy, jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { Packr } from 'msgpackr';
-import { NatsBus } from '../../bus/index.ts';
+import { NatsBus } from '../../bus/natsBus.ts';
 import { TurnloomClient } from '../../client/index.ts';
 import type { TurnView } from '../../domain/index.ts';
 import { type CliProcess, runCli } from '../support/cliProcess.ts';

@@ -3,7 +3,7 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { NatsBus } from '../../bus/index.ts';
+import { NatsBus } from '../../bus/natsBus.ts';
 import { TurnloomClient } from '../../client/index.ts';
 import { type CliProcess, runCli } from '../support/cliProcess.ts';
 import { startNatsCluster } from '../support/natsCluster.ts';

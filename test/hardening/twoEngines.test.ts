@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, describe, expect, inject, it } from 'vitest';
 import type { Bus } from '../../domain/index.ts';
 import { LmdbStore } from '../../adapters/lmdbStore.ts';
-import { NatsBus } from '../../bus/index.ts';
+import { NatsBus } from '../../bus/natsBus.ts';
 import { TurnloomClient } from '../../client/index.ts';
 import { PrefixTaken } from '../../services/api/engineClaim.ts';
 import { type TurnloomServer, startTurnloomServer } from '../../services/turnloomServer.ts';

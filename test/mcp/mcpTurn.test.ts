@@ -2,7 +2,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { NatsBus } from '../../bus/index.ts';
+import { NatsBus } from '../../bus/natsBus.ts';
 import { TurnloomClient } from '../../client/index.ts';
 import { type CliProcess, runCli } from '../support/cliProcess.ts';
 import { type NatsServerHandle, startNatsServer } from '../support/natsServer.ts';

@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import type { Bus } from '../../domain/index.ts';
 import { LmdbStore } from '../../adapters/lmdbStore.ts';
-import { InProcessHub, NatsBus } from '../../bus/index.ts';
+import { InProcessHub } from '../../bus/index.ts';
+import { NatsBus } from '../../bus/natsBus.ts';
 import { TurnloomClient, type ClientOptions } from '../../client/index.ts';
 import { type TurnloomServer, type TurnloomServerOptions, startTurnloomServer } from '../../services/turnloomServer.ts';
 import { tempDir } from './tempDir.ts';

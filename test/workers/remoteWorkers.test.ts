@@ -1,7 +1,7 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { NatsBus } from '../../bus/index.ts';
+import { NatsBus } from '../../bus/natsBus.ts';
 import { TurnloomClient } from '../../client/index.ts';
 import type { Bus } from '../../domain/index.ts';
 import { type CliProcess, runCli } from '../support/cliProcess.ts';
