@@ -6,7 +6,7 @@ import { type NatsConnection, connect } from '@nats-io/transport-node';
 import { open } from 'lmdb';
 import { LmdbStore } from '../adapters/lmdbStore.ts';
 import type { ThreadSummary } from '../domain/index.ts';
-import { NatsBus } from '../bus/index.ts';
+import { NatsBus } from '../bus/natsBus.ts';
 import { TurnloomClient } from '../client/index.ts';
 import { type CliProcess, runCli, runNode } from '../test/support/cliProcess.ts';
 import { tempDir } from '../test/support/tempDir.ts';
