@@ -22,7 +22,17 @@ const tooLarge = (what: string, size: number, budget: number, details: Record<st
     ...details,
   });
 
-const turnBytes = (turn: TurnView) => jsonBytes(turn) + jsonBytes(turn.id) + 2;
+/** Sizes already measured: a turn is a value (a change makes a new one), so each settled turn of a long thread is measured once, not on every read. */
+const measured = new WeakMap<TurnView, number>();
+
+function turnBytes(turn: TurnView): number {
+  let size = measured.get(turn);
+  if (size === undefined) {
+    size = jsonBytes(turn) + jsonBytes(turn.id) + 2;
+    measured.set(turn, size);
+  }
+  return size;
+}
 
 export function threadWindow(view: ThreadView, maxTurns: number, budget: number): ThreadWindow {
   const { turns, turnIds, ...head } = view;
