@@ -399,7 +399,7 @@ class SerialRecorder {
 /**
  * One step of a turn as `streamStep` in turnLoop.ts runs it: every provider
  * event goes through the real `StepIngestion` (default flush settings, the
- * ones worker.ts passes: 50 ms, 24,000 characters), what is due is written
+ * ones worker.ts passes: 1 s, 24,000 characters), what is due is written
  * after each event and by a 50 ms ticker, the rest when the answer ends.
  * Resolves with the events the thread's log holds for the turn.
  */

@@ -51,7 +51,7 @@ export class StepIngestion {
   private readonly carry = new Map<string, string>();
 
   constructor(options: StepIngestionOptions) {
-    this.options = { now: Date.now, flushMs: 50, maxBufferChars: 24_000, ...options };
+    this.options = { now: Date.now, flushMs: 1_000, maxBufferChars: 24_000, ...options };
   }
 
   /** A segment announced twice keeps its id, so the part machine sees (and refuses) the repeat. */
