@@ -91,7 +91,7 @@ describe('a worker user and the threads of another environment', () => {
       bus: await as('worker_gpu'),
       workerId: 'gpu-worker',
       environment: SECRET_ENV,
-      adapterFor: () => new ScriptedProvider({ steps: [[{ text: 'legit one ' }, { wait: 1_000 }, { text: 'legit two' }]] }),
+      adapterFor: () => new ScriptedProvider({ steps: [[{ text: 'legit one ' }, { wait: 1_500 }, { text: 'legit two' }]] }),
     }).start();
     const { turnId } = await alice.call('turn.start', { threadId, input: { text: 'go' } });
     await expect.poll(() => typed.join(''), { timeout: 10_000 }).toBe('legit one ');
