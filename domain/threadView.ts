@@ -106,6 +106,7 @@ export interface TurnView {
   /** One line on what its changes do, from side work after it completed; `null` until then, and for a turn that changed nothing. */
   summary: string | null;
   requestedAt: number;
+  /** When the worker that started it took it up (its lease's time); `null` until its start is in the log. */
   startedAt: number | null;
   endedAt: number | null;
 }

@@ -258,7 +258,8 @@ function applyContent(view: ThreadView, event: DomainEvent, at: number, seq: num
       return mapTurn({ ...view, context: summarised }, event.turnId, (turn) => ({ ...turn, compactions: turn.compactions + 1 }));
     }
     case 'turn.started':
-      return mapTurn(view, event.turnId, (turn) => ({ ...turn, startedAt: turn.startedAt ?? at }));
+      // Dated by the lease it was started under: a worker writes the start with its first answer, up to a window later.
+      return mapTurn(view, event.turnId, (turn) => ({ ...turn, startedAt: turn.startedAt ?? turn.lease?.since ?? at }));
     case 'turn.leased':
       return mapTurn(view, event.turnId, (turn) => ({ ...turn, lease: { workerId: event.workerId, token: event.token, keyHash: event.keyHash, since: at, process: event.process ?? null }, leases: turn.leases + 1 }));
     case 'turn.leaseLost':

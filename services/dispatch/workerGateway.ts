@@ -6,7 +6,7 @@ import type { Principal } from '../api/auth.ts';
 import { replyBudgetFor } from '../api/apiServer.ts';
 import { Inflight, answerRequest, parseParams } from '../api/requestReply.ts';
 import { type ThreadWatches, WORKER_PRINCIPAL_PREFIX } from '../api/threadWatches.ts';
-import { type CommandResult, systemCommandId } from '../engine/commands.ts';
+import { type Command, type CommandResult, systemCommandId } from '../engine/commands.ts';
 import { leaseKeyHash } from '../engine/decide.ts';
 import { isHandOverState } from '../engine/settleTurn.ts';
 import type { Engine } from '../engine/engine.ts';
@@ -16,6 +16,7 @@ import {
   type HelloAnswer,
   type LeaseProof,
   type Offer,
+  type RecordRequest,
   type RevertAnswer,
   type RevertTask,
   type SideWorkRequest,
@@ -23,6 +24,7 @@ import {
   helloSchema,
   leasedReadSchemas,
   recordSchema,
+  checkSchema,
   revertAnswerSchema,
   settleSchema,
   sideWorkSchema,
@@ -89,6 +91,24 @@ export const DEFAULT_MAX_RUNNING_TURNS = 500;
 export const DEFAULT_MAX_WAITING_TURNS = 5_000;
 /** What an `overloaded` answer suggests waiting: about the time a slot takes to free at the default limits. */
 const OVERLOADED_RETRY_MS = 1_000;
+
+/**
+ * A worker's write under its lease as the engine's command: numbered when
+ * it is written (a retry of the same write is answered from the lease's
+ * receipt, never written twice), unnumbered when it is only checked.
+ */
+function recordCommand(proof: LeaseProof, events: RecordRequest['events'], seq?: number): Command {
+  const { threadId, turnId, token, key } = proof;
+  return {
+    type: 'turn.record',
+    commandId: seq === undefined ? systemCommandId('check', threadId, turnId, token) : systemCommandId('record', threadId, turnId, token, seq),
+    threadId,
+    turnId,
+    lease: { token, key },
+    ...(seq === undefined ? {} : { seq }),
+    events,
+  };
+}
 
 /**
  * The engine's side of the worker protocol, on `<p>.v1.worker.<environment>.<method>`:
@@ -316,18 +336,14 @@ export class WorkerGateway {
       case 'record': {
         const { seq, events, ...proof } = parseParams(recordSchema, body, method);
         this.threadIn(environment, proof.threadId);
-        const result = await this.engine.submit({
-          type: 'turn.record',
-          // A retry of the same write under the same lease is answered from the lease's receipt, never written twice.
-          commandId: systemCommandId('record', proof.threadId, proof.turnId, proof.token, seq),
-          threadId: proof.threadId,
-          turnId: proof.turnId,
-          lease: { token: proof.token, key: proof.key },
-          seq,
-          events,
-        });
+        const result = await this.engine.submit(recordCommand(proof, events, seq));
         this.renew(proof);
         return result;
+      }
+      case 'check': {
+        const { events, ...proof } = parseParams(checkSchema, body, method);
+        this.threadIn(environment, proof.threadId);
+        return this.engine.check(recordCommand(proof, events));
       }
       case 'settle': {
         const { outcome, ...proof } = parseParams(settleSchema, body, method);

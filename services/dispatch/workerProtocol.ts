@@ -252,6 +252,11 @@ export const recordSchema = z
   })
   .strict();
 
+/** Events a worker wants decided against the log, not written: a step checked before its model call (see `Outbox.check`). */
+export const checkSchema = z
+  .object({ ...lease, events: z.array(workerEventSchema).min(1).max(10_000) })
+  .strict();
+
 export const settleSchema = z
   .object({
     ...lease,
@@ -293,12 +298,13 @@ export const leasedReadSchemas = {
   'thread.unwatch': z.object({ ...lease, watchId: id }).strict(),
 } as const;
 
-export const workerMethods = ['hello', 'claim', 'record', 'settle', 'sideWork', ...Object.keys(leasedReadSchemas)] as const;
+export const workerMethods = ['hello', 'claim', 'record', 'check', 'settle', 'sideWork', ...Object.keys(leasedReadSchemas)] as const;
 export type WorkerMethod = (typeof workerMethods)[number];
 
 export type Hello = z.output<typeof helloSchema>;
 export type Claim = z.output<typeof claimSchema>;
 export type RecordRequest = z.output<typeof recordSchema>;
+export type CheckRequest = z.output<typeof checkSchema>;
 export type SettleRequest = z.output<typeof settleSchema>;
 export type SideWorkRequest = z.output<typeof sideWorkSchema>;
 export interface LeaseProof {

@@ -306,13 +306,7 @@ export class Engine {
       lastUsed: at,
     };
 
-    const draft = new ThreadDraft(
-      thread.actors,
-      thread.view,
-      at,
-      { maxEventBytes: this.maxEventBytes, oversize: isSystemCommand(command) ? 'cut' : 'refuse', queue: this.queueLimits },
-      (threadSeq) => this.store.readThreadEvents(command.threadId, threadSeq - 1, 1)[0]?.event,
-    );
+    const draft = this.draftOf(thread, command, at);
     let refused: Refusal[];
     try {
       refused = decide(command, draft);
@@ -338,6 +332,34 @@ export class Engine {
     this.notify(this.listeners, committed, 'commit');
     this.inspected(command, at, { outcome: 'accepted', threadSeq: view.seq, transitions: draft.transitions, refused: draft.refusals });
     return { commandId: command.commandId, threadId: command.threadId, fromThreadSeq: draft.base.seq + 1, toThreadSeq: view.seq, diagnostics: refused.length, refused };
+  }
+
+  private draftOf(thread: LoadedThread, command: Command, at: number): ThreadDraft {
+    return new ThreadDraft(
+      thread.actors,
+      thread.view,
+      at,
+      { maxEventBytes: this.maxEventBytes, oversize: isSystemCommand(command) ? 'cut' : 'refuse', queue: this.queueLimits },
+      (threadSeq) => this.store.readThreadEvents(command.threadId, threadSeq - 1, 1)[0]?.event,
+    );
+  }
+
+  /**
+   * Decides a command against a draft of its thread and drops the draft:
+   * the answer `submit` would give now, with nothing written (no event, no
+   * receipt). A worker checks a step this way (its request against the log)
+   * before it calls the model, and writes the step with the call's answer.
+   */
+  check(input: Command): Promise<CommandResult> {
+    if (this.closed) return Promise.reject(new TurnloomError('unavailable', 'engine is closed'));
+    const command = wellFormed(input);
+    return this.withThreadLock(command.threadId, async () => {
+      const thread = this.load(command.threadId);
+      if (!thread) throw new TurnloomError('not_found', `thread ${command.threadId} not found`, { threadId: command.threadId });
+      const draft = this.draftOf(thread, command, this.now());
+      const refused = decide(command, draft);
+      return { commandId: command.commandId, threadId: command.threadId, fromThreadSeq: draft.base.seq + 1, toThreadSeq: draft.view.seq, diagnostics: refused.length, refused };
+    });
   }
 
   /**

@@ -35,6 +35,7 @@ const MERGE_MAX_EVENTS = 1_000;
 export class Outbox {
   private readonly queue: Write[] = [];
   private held: DomainEvent[] = [];
+  private holdTimer: NodeJS.Timeout | undefined;
   private seq = 0;
   private pumping = false;
   private readonly idle: Array<() => void> = [];
@@ -65,16 +66,53 @@ export class Outbox {
 
   /**
    * Events that go first in the turn's next write, whatever it is (a turn's
-   * start rides with its first step); until then nothing waits for them, `flushed()` included.
+   * start and its step ride with the step's first answer); until then
+   * nothing waits for them, `flushed()` included. With `withinMs` they are
+   * written by then at the latest, however long the model takes to answer,
+   * so the log lags the turn no more than it lags its stream.
    */
-  hold(events: DomainEvent[]): void {
+  hold(events: DomainEvent[], withinMs?: number): void {
     this.held.push(...events);
+    if (withinMs === undefined || this.holdTimer !== undefined) return;
+    this.holdTimer = setTimeout(() => this.release(), withinMs);
+    this.holdTimer.unref();
+  }
+
+  /**
+   * Has the engine decide `events`, after the held ones, against its log
+   * exactly as a write of them would be decided, without writing anything;
+   * then holds them. A step is checked this way before its model call (its
+   * request against the log) and written with the call's first answer, so a
+   * request the log would refuse is never sent, and the step costs no commit
+   * of its own.
+   */
+  async check(events: DomainEvent[], withinMs: number): Promise<void> {
+    // Decided on top of everything written so far, as the write will be.
+    await this.flushed();
+    const { workerId, threadId, turnId, token, key } = this.proof;
+    await this.link.persist<CommandResult>('check', { workerId, threadId, turnId, token, key, events: [...this.held, ...events] }, this.signal, this.headers());
+    this.hold(events, withinMs);
   }
 
   /** Queues events (after any held ones); resolves with the engine's answer once they are durable. Nothing to write resolves at once. */
   record(recorded: DomainEvent[]): Promise<CommandResult | null> {
-    const events = this.held.length > 0 ? [...this.held.splice(0), ...recorded] : recorded;
-    if (events.length === 0) return Promise.resolve(null);
+    if (recorded.length === 0) return Promise.resolve(null);
+    return this.enqueueRecord([...this.takeHeld(), ...recorded]);
+  }
+
+  private takeHeld(): DomainEvent[] {
+    clearTimeout(this.holdTimer);
+    this.holdTimer = undefined;
+    return this.held.splice(0);
+  }
+
+  /** Writes whatever is held now, without waiting; a failure is kept in `failure`. */
+  private release(): void {
+    const held = this.takeHeld();
+    if (held.length > 0) this.enqueueRecord(held).catch(() => undefined);
+  }
+
+  private enqueueRecord(events: DomainEvent[]): Promise<CommandResult> {
     return this.enqueue((done, fail) => ({ kind: 'record', events, bytes: jsonBytes(events), done, fail }), events.length);
   }
 
@@ -84,7 +122,7 @@ export class Outbox {
   }
 
   settle(outcome: SettleRequest['outcome']): Promise<CommandResult | null> {
-    if (this.held.length > 0) this.push([]);
+    this.release();
     return this.enqueue((done, fail) => ({ kind: 'settle', outcome, bytes: jsonBytes(outcome), done, fail }), 0);
   }
 

@@ -106,8 +106,9 @@ async function runTurnToEnd(work: TurnWork): Promise<void> {
       await claimWaitingInput(work, step);
       const context = await turnContext(work);
       const { request, digest, header } = await prepareRequest(work, adapter, agentTools(turnAgent(work).profile, tools.specs()), step, context.context);
-      // One write: what is new of the context and header, then the step, whose digest the engine checks against its own log before anything is sent.
-      await outbox.record([...context.record, ...header, { type: 'step.started', turnId, step, digest }]);
+      // What is new of the context and header, then the step, whose digest the engine checks against its own log before anything is sent;
+      // they are written with the step's first answer (or within the window, if the model is slow to give one).
+      await outbox.check([...context.record, ...header, { type: 'step.started', turnId, step, digest }], options.flushMs);
       work.tracing.stepStarted(step, request, turn().provider.name, turn().provider.model);
       const ingestion = new StepIngestion({ turnId, step, live: work.live, flushMs: options.flushMs, maxBufferChars: options.maxBufferChars });
       try {

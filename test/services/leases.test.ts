@@ -132,4 +132,21 @@ describe('leases and fencing', () => {
     await fx.engine.submit(recordAs(token, [{ type: 'step.started', turnId: 't1', step: 1, digest }]));
     expect((await turn()).state).toBe('running.requesting');
   });
+
+  it('checks a write as it would be decided, writing nothing: the same refusals, and no receipt to answer a later write with', async () => {
+    const token = (await fx.engine.submit(lease('w1'))).toThreadSeq;
+    const before = await fx.engine.getThread('th');
+    const opening = [t.sessionStarted(), t.started()];
+    await expect(fx.engine.check(recordAs(token, [...opening, { type: 'step.started', turnId: 't1', step: 1, digest: 'not-the-log' }]))).rejects.toMatchObject({ code: 'conflict' });
+    await expect(fx.engine.check(recordAs(token, opening, 'a-guessed-key-0000'))).rejects.toMatchObject({ code: 'fenced' });
+    const digest = messagesDigest(deriveMessages(before));
+    const check = recordAs(token, [...opening, { type: 'step.started', turnId: 't1', step: 1, digest }]);
+    const checked = await fx.engine.check(check);
+    expect(checked).toMatchObject({ fromThreadSeq: before.seq + 1, toThreadSeq: before.seq + 3, refused: [] });
+    // Nothing was written, and the same command id still runs as a write.
+    expect(await fx.engine.getThread('th')).toEqual(before);
+    expect(fx.store.readReceipt(check.commandId)).toBeUndefined();
+    expect(await fx.engine.submit(check)).toMatchObject({ fromThreadSeq: before.seq + 1, toThreadSeq: before.seq + 3 });
+    expect((await turn()).state).toBe('running.requesting');
+  });
 });

@@ -34,15 +34,21 @@ function witnessTool(store: LmdbStore, thread: { id: string }, seen: { executing
   };
 }
 
+/** A real LMDB store that keeps every batch it commits. */
+function countedStore(): { store: LmdbStore; commits: CommitBatch[] } {
+  const store = LmdbStore.open(dir.path);
+  const commits: CommitBatch[] = [];
+  const commit = store.commit.bind(store);
+  store.commit = (batch) => {
+    commits.push(batch);
+    return commit(batch);
+  };
+  return { store, commits };
+}
+
 describe('durable writes per turn', () => {
-  it('a turn that streams, calls a tool and streams again commits 5 times from its worker, and the tool runs only once its start is on disk', async () => {
-    const store = LmdbStore.open(dir.path);
-    const commits: CommitBatch[] = [];
-    const commit = store.commit.bind(store);
-    store.commit = (batch) => {
-      commits.push(batch);
-      return commit(batch);
-    };
+  it('a turn that streams, calls a tool and streams again commits 3 times from its worker, and the tool runs only once its start is on disk', async () => {
+    const { store, commits } = countedStore();
     const seen = { executingOnDisk: null as boolean | null };
     const thread = { id: '' };
     const script = { chunkSize: 20, steps: [[{ text: 'x'.repeat(2_000) }, { toolCall: { name: 'lookup', input: { q: 'a' } } }], [{ text: 'y'.repeat(500) }]] };
@@ -64,11 +70,36 @@ describe('durable writes per turn', () => {
 
     const worker = commits.filter((batch) => batch.commandId.startsWith('sys:record:'));
     const types = worker.map((batch) => batch.events.map(({ event }) => event.type));
-    // Each write ends where the turn has to wait: the step it asks for, the tool it runs (with the answer that asked for it), the turn's end.
-    expect(types.map((events) => events.at(-1))).toEqual(['step.started', 'tool.executing', 'step.finished', 'step.started', 'turn.completed']);
-    expect(types[1]!.slice(-3)).toEqual(['response.completed', 'tools.started', 'tool.executing']);
-    expect(types[0]).toEqual(['session.started', 'turn.started', 'request.context', 'request.header', 'step.started']);
+    // Each write ends where the turn has to wait: the tool it runs (with the step and the answer that asked for it),
+    // the tool's result (the next request is derived from it), the turn's end (with the step that ended it).
+    expect(types.map((events) => events.at(-1))).toEqual(['tool.executing', 'step.finished', 'turn.completed']);
+    expect(types[0]!.slice(0, 6)).toEqual(['session.started', 'turn.started', 'request.context', 'request.header', 'step.started', 'response.started']);
+    expect(types[0]!.slice(-3)).toEqual(['response.completed', 'tools.started', 'tool.executing']);
+    expect(types[1]).toEqual(['tool.result', 'step.finished']);
+    expect(types[2]![0]).toBe('step.started');
     const text = worker.flatMap((batch) => batch.events.map(({ event }) => event)).filter((event) => event.type === 'part.delta');
     expect(text.map((event) => ('text' in event ? event.text : '')).join('')).toBe('x'.repeat(2_000) + 'y'.repeat(500));
+  });
+
+  it("writes a step within the window when the model is slow to answer, not with the answer", async () => {
+    const { store, commits } = countedStore();
+    const bus = new InProcessHub().connect();
+    server = await startTurnloomServer({
+      bus,
+      store,
+      providers: { scripted: new ScriptedProvider({ steps: [[{ wait: 3_000 }, { text: 'late' }]] }) },
+      defaultProvider: { name: 'scripted', model: null },
+      localWorker: { sideWork: false },
+      runner: { flushMs: 200 },
+    });
+    const client = new TurnloomClient(bus);
+    const threadId = (await client.call('thread.create', {})).threadId;
+    const handle = await client.startTurn({ threadId, text: 'go' });
+    expect((await handle.done).text).toBe('late');
+    const worker = commits.filter((batch) => batch.commandId.startsWith('sys:record:')).map((batch) => batch.events.map(({ event }) => event.type));
+    // The turn's start and its step were on disk while the model was still silent: a write of their own, before any of the answer.
+    expect(worker[0]!.slice(0, 5)).toEqual(['session.started', 'turn.started', 'request.context', 'request.header', 'step.started']);
+    expect(worker[0]).not.toContain('part.delta');
+    expect(worker.at(-1)!.at(-1)).toBe('turn.completed');
   });
 });
