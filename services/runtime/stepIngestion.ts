@@ -198,6 +198,15 @@ export class StepIngestion {
     return oldest === null ? null : Math.max(0, oldest + this.options.flushMs - this.options.now());
   }
 
+  /**
+   * Events the step's log starts with (the step itself, checked but not yet
+   * written): they wait the window like any other, so the step is written
+   * with its first answer, or alone once the window passes without one.
+   */
+  lead(events: DomainEvent[]): void {
+    for (const event of events) this.ready(event, this.options.now());
+  }
+
   /** Domain events to record now: everything that waits, once the oldest of it has waited the window; otherwise none. */
   take(): DomainEvent[] {
     return this.full || this.nextDueInMs() === 0 ? this.handOut() : [];

@@ -35,7 +35,6 @@ const MERGE_MAX_EVENTS = 1_000;
 export class Outbox {
   private readonly queue: Write[] = [];
   private held: DomainEvent[] = [];
-  private holdTimer: NodeJS.Timeout | undefined;
   private seq = 0;
   private pumping = false;
   private readonly idle: Array<() => void> = [];
@@ -66,32 +65,24 @@ export class Outbox {
 
   /**
    * Events that go first in the turn's next write, whatever it is (a turn's
-   * start and its step ride with the step's first answer); until then
-   * nothing waits for them, `flushed()` included. With `withinMs` they are
-   * written by then at the latest, however long the model takes to answer,
-   * so the log lags the turn no more than it lags its stream.
+   * start rides with its first step); until then nothing waits for them, `flushed()` included.
    */
-  hold(events: DomainEvent[], withinMs?: number): void {
+  hold(events: DomainEvent[]): void {
     this.held.push(...events);
-    if (withinMs === undefined || this.holdTimer !== undefined) return;
-    this.holdTimer = setTimeout(() => this.release(), withinMs);
-    this.holdTimer.unref();
   }
 
   /**
    * Has the engine decide `events`, after the held ones, against its log
-   * exactly as a write of them would be decided, without writing anything;
-   * then holds them. A step is checked this way before its model call (its
-   * request against the log) and written with the call's first answer, so a
-   * request the log would refuse is never sent, and the step costs no commit
-   * of its own.
+   * exactly as a write of them would be decided, writing nothing. A step is
+   * checked this way before its model call (its request against the log), so
+   * a request the log would refuse is never sent, and is then written with
+   * the call's first answer instead of in a commit of its own.
    */
-  async check(events: DomainEvent[], withinMs: number): Promise<void> {
+  async check(events: DomainEvent[]): Promise<void> {
     // Decided on top of everything written so far, as the write will be.
     await this.flushed();
     const { workerId, threadId, turnId, token, key } = this.proof;
     await this.link.persist<CommandResult>('check', { workerId, threadId, turnId, token, key, events: [...this.held, ...events] }, this.signal, this.headers());
-    this.hold(events, withinMs);
   }
 
   /** Queues events (after any held ones); resolves with the engine's answer once they are durable. Nothing to write resolves at once. */
@@ -101,8 +92,6 @@ export class Outbox {
   }
 
   private takeHeld(): DomainEvent[] {
-    clearTimeout(this.holdTimer);
-    this.holdTimer = undefined;
     return this.held.splice(0);
   }
 

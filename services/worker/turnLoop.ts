@@ -107,10 +107,12 @@ async function runTurnToEnd(work: TurnWork): Promise<void> {
       const context = await turnContext(work);
       const { request, digest, header } = await prepareRequest(work, adapter, agentTools(turnAgent(work).profile, tools.specs()), step, context.context);
       // What is new of the context and header, then the step, whose digest the engine checks against its own log before anything is sent;
-      // they are written with the step's first answer (or within the window, if the model is slow to give one).
-      await outbox.check([...context.record, ...header, { type: 'step.started', turnId, step, digest }], options.flushMs);
+      // they are written with the step's first answer (or alone within the window, if the model is slow to give one).
+      const started: DomainEvent[] = [...context.record, ...header, { type: 'step.started', turnId, step, digest }];
+      await outbox.check(started);
       work.tracing.stepStarted(step, request, turn().provider.name, turn().provider.model);
       const ingestion = new StepIngestion({ turnId, step, live: work.live, flushMs: options.flushMs, maxBufferChars: options.maxBufferChars });
+      ingestion.lead(started);
       try {
         await streamStep(work, adapter, request, ingestion);
         work.tracing.modelEnded({ usage: ingestion.usage, stopReason: ingestion.stopReason, model: ingestion.model });
@@ -245,6 +247,8 @@ async function streamStep(work: TurnWork, adapter: ProviderAdapter, request: Pro
       }, wait);
   };
   try {
+    // The step itself waits in the ingestion from the start: the clock is set for it before the model says anything.
+    write();
     for await (const event of abortable(adapter.stream(request, call.signal), call.signal)) {
       clearTimeout(timer);
       timer = setTimeout(() => ((idle = true), call.abort()), options.idleTimeoutMs);

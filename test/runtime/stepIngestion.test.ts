@@ -27,6 +27,21 @@ describe('step ingestion', () => {
     expect(step.take()).toEqual([{ type: 'part.delta', turnId: 't', partId: 't-s1-1', text: 'Hello' }]);
   });
 
+  it('starts the step with the events it leads with: they wait the window from the start and go first, with whatever the model said by then', () => {
+    const { step, advance } = ingestion();
+    step.lead([{ type: 'step.started', turnId: 't', step: 1, digest: 'd' }]);
+    expect(step.nextDueInMs()).toBe(50);
+    advance(30);
+    step.accept({ type: 'turn.started', responseId: 'r', model: 'm' });
+    step.accept({ type: 'segment.started', segmentId: 'a', kind: 'text' });
+    step.accept({ type: 'text.delta', segmentId: 'a', text: 'Hi' });
+    expect(step.take()).toEqual([]);
+    // Due when the step is, not when the answer's first piece is.
+    expect(step.nextDueInMs()).toBe(20);
+    advance(20);
+    expect(step.take().map((event) => event.type)).toEqual(['step.started', 'response.started', 'part.started', 'part.delta']);
+  });
+
   it('says when the oldest buffered delta falls due, so one timer can write it right then, with everything else that waits', () => {
     const { step, advance } = ingestion();
     step.accept({ type: 'segment.started', segmentId: 'a', kind: 'text' });
