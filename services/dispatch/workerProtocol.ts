@@ -304,7 +304,6 @@ export type WorkerMethod = (typeof workerMethods)[number];
 export type Hello = z.output<typeof helloSchema>;
 export type Claim = z.output<typeof claimSchema>;
 export type RecordRequest = z.output<typeof recordSchema>;
-export type CheckRequest = z.output<typeof checkSchema>;
 export type SettleRequest = z.output<typeof settleSchema>;
 export type SideWorkRequest = z.output<typeof sideWorkSchema>;
 export interface LeaseProof {

@@ -106,6 +106,16 @@ function answer(receipt: Receipt, fingerprint: string, commandId: string): Comma
   return { commandId, threadId, fromThreadSeq, toThreadSeq, diagnostics: refused.length, refused };
 }
 
+/** What a command decided on `draft` is answered: the range it takes in the thread's log, and what the machines refused. */
+const resultOf = (command: Command, draft: ThreadDraft, refused: Refusal[]): CommandResult => ({
+  commandId: command.commandId,
+  threadId: command.threadId,
+  fromThreadSeq: draft.base.seq + 1,
+  toThreadSeq: draft.view.seq,
+  diagnostics: refused.length,
+  refused,
+});
+
 /**
  * The single writer of its threads. A command is decided by the thread's
  * lifecycle actors (on a staged copy), committed with its read model,
@@ -331,7 +341,7 @@ export class Engine {
     const view = draft.view;
     this.notify(this.listeners, committed, 'commit');
     this.inspected(command, at, { outcome: 'accepted', threadSeq: view.seq, transitions: draft.transitions, refused: draft.refusals });
-    return { commandId: command.commandId, threadId: command.threadId, fromThreadSeq: draft.base.seq + 1, toThreadSeq: view.seq, diagnostics: refused.length, refused };
+    return resultOf(command, draft, refused);
   }
 
   private draftOf(thread: LoadedThread, command: Command, at: number): ThreadDraft {
@@ -357,8 +367,7 @@ export class Engine {
       const thread = this.load(command.threadId);
       if (!thread) throw new TurnloomError('not_found', `thread ${command.threadId} not found`, { threadId: command.threadId });
       const draft = this.draftOf(thread, command, this.now());
-      const refused = decide(command, draft);
-      return { commandId: command.commandId, threadId: command.threadId, fromThreadSeq: draft.base.seq + 1, toThreadSeq: draft.view.seq, diagnostics: refused.length, refused };
+      return resultOf(command, draft, decide(command, draft));
     });
   }
 

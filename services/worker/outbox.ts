@@ -88,17 +88,7 @@ export class Outbox {
   /** Queues events (after any held ones); resolves with the engine's answer once they are durable. Nothing to write resolves at once. */
   record(recorded: DomainEvent[]): Promise<CommandResult | null> {
     if (recorded.length === 0) return Promise.resolve(null);
-    return this.enqueueRecord([...this.takeHeld(), ...recorded]);
-  }
-
-  private takeHeld(): DomainEvent[] {
-    return this.held.splice(0);
-  }
-
-  /** Writes whatever is held now, without waiting; a failure is kept in `failure`. */
-  private release(): void {
-    const held = this.takeHeld();
-    if (held.length > 0) this.enqueueRecord(held).catch(() => undefined);
+    return this.enqueueRecord([...this.held.splice(0), ...recorded]);
   }
 
   private enqueueRecord(events: DomainEvent[]): Promise<CommandResult> {
@@ -111,7 +101,8 @@ export class Outbox {
   }
 
   settle(outcome: SettleRequest['outcome']): Promise<CommandResult | null> {
-    this.release();
+    // What is held goes first, without waiting; a failure is kept in `failure`.
+    if (this.held.length > 0) this.enqueueRecord(this.held.splice(0)).catch(() => undefined);
     return this.enqueue((done, fail) => ({ kind: 'settle', outcome, bytes: jsonBytes(outcome), done, fail }), 0);
   }
 
