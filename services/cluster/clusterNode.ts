@@ -227,8 +227,9 @@ export class ClusterNode implements Placement {
   /**
    * Takes the threads whose owner is gone (those of the directory, and the
    * open turns and reverts of the copy that no live engine owns), each by
-   * the live engine rendezvous hashing prefers, and lets go of threads this
-   * engine owns that went idle.
+   * the live engine rendezvous hashing prefers, takes back the open ones
+   * still in its own name, and lets go of threads this engine owns that
+   * went idle.
    */
   private sweep(): void {
     if (this.sweeping || this.stopped || !this.parts) return;
@@ -248,10 +249,15 @@ export class ClusterNode implements Placement {
     for (const { threadId, owner } of this.ownership.directory()) {
       if (owner !== this.engineId && !this.membership.isLive(owner)) orphans.set(threadId, owner);
     }
+    // Open threads still in this engine's name that it let go of when its membership lapsed: the others see a live owner and leave them, so only this engine can take them back.
+    const dropped: Array<[string, string | undefined]> = [];
     for (const { threadId } of [...engine.listOpenTurns(), ...engine.listOpenReverts()]) {
-      if (!this.ownership.holds(threadId) && this.liveOwnerOf(threadId) === null && !orphans.has(threadId)) orphans.set(threadId, this.ownership.ownerOf(threadId) ?? undefined);
+      if (this.ownership.holds(threadId) || orphans.has(threadId)) continue;
+      const owner = this.ownership.ownerOf(threadId);
+      if (owner === this.engineId) dropped.push([threadId, undefined]);
+      else if (this.liveOwnerOf(threadId) === null) orphans.set(threadId, owner ?? undefined);
     }
-    const mine = [...orphans].filter(([threadId]) => preferredEngine(threadId, live) === this.engineId);
+    const mine = [...dropped, ...[...orphans].filter(([threadId]) => preferredEngine(threadId, live) === this.engineId)];
     const lane = async () => {
       for (let next = mine.shift(); next && !this.stopped; next = mine.shift()) {
         const [threadId, gone] = next;

@@ -163,6 +163,29 @@ describe('engines as a cluster', () => {
     expect((await api.call('thread.get', { threadId })).thread.turns[turnId]!.state).toBe('completed');
   }, 120_000);
 
+  it('an engine whose membership lapsed while no other engine could take its threads takes its open ones back', async () => {
+    // Alone in its cluster, nobody takes its threads while it is paused: the directory still names it when it comes back, having let go of them.
+    const c = fresh();
+    const [engine] = await c.startEngines(1);
+    const api = await c.client();
+    const { threadId } = await api.call('thread.create', { mode: 'full' });
+    const { turnId } = await api.call('turn.start', { threadId, input: { text: 'answer once a worker is up' } });
+    process.kill(engine!.pid, 'SIGSTOP');
+    try {
+      await sleep(4_500);
+    } finally {
+      process.kill(engine!.pid, 'SIGCONT');
+    }
+    await engine!.process.waitFor('membership lapsed', 10_000);
+    // Nothing asks about the thread; only a worker that joins, and the turn is offered to it by the thread's owner alone.
+    await c.startWorker(c.script('short', { steps: [[{ text: 'Back in hand.' }]] }));
+    const { turn } = await untilSettled(api, threadId, turnId, 30_000);
+    expect(turn.state).toBe('completed');
+    expect(await textOf(api, threadId, turnId)).toBe('Back in hand.');
+    const log = await c.logOf(threadId);
+    expect(log.filter((message) => message.kind === 'owner').map((message) => message.by)).toEqual([engine!.engineId, engine!.engineId]);
+  }, 90_000);
+
   it('kill of the nats-server that leads the stream mid-turn: the turn completes', async () => {
     const { c, api, threadId, turnId } = await streamingTurn();
     const leader = nats.node((await c.streamLeader())!);
