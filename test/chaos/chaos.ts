@@ -24,6 +24,8 @@ export interface ChaosOptions {
   delegate?: boolean;
   /** Say what happens as it happens. */
   log?: (line: string) => void;
+  /** A folder to write, for each stuck turn, its thread's events, and once, what every process started printed. */
+  dumpDir?: string;
 }
 
 export interface ChaosReport {
@@ -121,9 +123,14 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
   const scriptPath = join(dir.path, 'script.json');
   writeFileSync(scriptPath, JSON.stringify(options.delegate ? DELEGATING_SCRIPT : SCRIPT));
   const kills = { worker: 0, engine: 0, nats: 0 };
+  const started: Array<{ name: string; process: CliProcess }> = [];
+  const track = (name: string, process: CliProcess) => {
+    started.push({ name: `${name}-${started.length}`, process });
+    return process;
+  };
   const startEngine = (index: number) =>
-    runCli(['serve', '--nats', natsUrl, '--no-worker', '--prefix', prefix, '--data', join(dir.path, `data${index}`), '--lease-timeout', '3', '--approval-timeout', '600', ...(clustered ? ['--cluster'] : [])]);
-  const startWorker = (id: string) => runCli(['worker', '--nats', natsUrl, '--workspace', dir.path, '--id', id, '--prefix', prefix, '--script', scriptPath]);
+    track(`engine${index + 1}`, runCli(['serve', '--nats', natsUrl, '--no-worker', '--prefix', prefix, '--data', join(dir.path, `data${index}`), '--lease-timeout', '3', '--approval-timeout', '600', ...(clustered ? ['--cluster'] : [])]));
+  const startWorker = (id: string) => track(id, runCli(['worker', '--nats', natsUrl, '--workspace', dir.path, '--id', id, '--prefix', prefix, '--script', scriptPath]));
   const engines: CliProcess[] = [];
   for (let index = 0; index < engineCount; index++) {
     engines.push(startEngine(index));
@@ -236,7 +243,13 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
         report.failed += child ? 0 : 1;
         const reason = (turn.error ?? 'unknown').replace(/\d+/g, 'N');
         report.failures[reason] = (report.failures[reason] ?? 0) + 1;
-      } else report.stuck += 1;
+      } else {
+        report.stuck += 1;
+        if (options.dumpDir) {
+          writeFileSync(join(options.dumpDir, `stuck-${threadId}.json`), JSON.stringify({ turnId, state: turn?.state, events }, null, 1));
+          for (const { name, process } of started) writeFileSync(join(options.dumpDir, `${name}.log`), process.output());
+        }
+      }
       if (!turn) return truth;
       report.resumes += Math.max(0, turn.leases - 1);
       // The log holds each finished text exactly once: a longer one was written twice, a shorter one lost a piece.

@@ -1,4 +1,4 @@
-// `npm run chaos [-- --turns N --seconds S --seed N --engines N --nats-nodes N --no-delegate --json]`: see chaos.ts.
+// `npm run chaos [-- --turns N --seconds S --seed N --engines N --nats-nodes N --no-delegate --json --dump DIR]`: see chaos.ts.
 import { parseArgs } from 'node:util';
 import { runChaos } from './chaos.ts';
 
@@ -11,6 +11,7 @@ const { values } = parseArgs({
     'nats-nodes': { type: 'string', default: '1' },
     'no-delegate': { type: 'boolean', default: false },
     json: { type: 'boolean', default: false },
+    dump: { type: 'string' },
   },
 });
 const number = (name: string, text: string | undefined, max: number) => {
@@ -28,6 +29,7 @@ const options = {
   engines: number('engines', values.engines, 9),
   natsNodes: number('nats-nodes', values['nats-nodes'], 5),
   delegate: !values['no-delegate'],
+  ...(values.dump ? { dumpDir: values.dump } : {}),
 };
 const report = await runChaos({ ...options, ...(values.json ? {} : { log: (line: string) => console.log(`  ${line}`) }) });
 if (values.json) console.log(JSON.stringify(report, null, 2));
