@@ -227,9 +227,9 @@ export class ClusterNode implements Placement {
   /**
    * Takes the threads whose owner is gone (those of the directory, and the
    * open turns and reverts of the copy that no live engine owns), each by
-   * the live engine rendezvous hashing prefers, takes back the open ones
-   * still in its own name, and lets go of threads this engine owns that
-   * went idle.
+   * the live engine rendezvous hashing prefers, settles the threads still
+   * in its own name that it does not hold, and lets go of threads this
+   * engine owns that went idle.
    */
   private sweep(): void {
     if (this.sweeping || this.stopped || !this.parts) return;
@@ -249,15 +249,14 @@ export class ClusterNode implements Placement {
     for (const { threadId, owner } of this.ownership.directory()) {
       if (owner !== this.engineId && !this.membership.isLive(owner)) orphans.set(threadId, owner);
     }
-    // Open threads still in this engine's name that it let go of when its membership lapsed: the others see a live owner and leave them, so only this engine can take them back.
-    const dropped: Array<[string, string | undefined]> = [];
-    for (const { threadId } of [...engine.listOpenTurns(), ...engine.listOpenReverts()]) {
-      if (this.ownership.holds(threadId) || orphans.has(threadId)) continue;
-      const owner = this.ownership.ownerOf(threadId);
-      if (owner === this.engineId) dropped.push([threadId, undefined]);
-      else if (this.liveOwnerOf(threadId) === null) orphans.set(threadId, owner ?? undefined);
+    const open = new Set([...engine.listOpenTurns(), ...engine.listOpenReverts()].map(({ threadId }) => threadId));
+    for (const threadId of open) {
+      if (!this.ownership.holds(threadId) && this.liveOwnerOf(threadId) === null && !orphans.has(threadId)) orphans.set(threadId, this.ownership.ownerOf(threadId) ?? undefined);
     }
-    const mine = [...dropped, ...[...orphans].filter(([threadId]) => preferredEngine(threadId, live) === this.engineId)];
+    // Only this engine can settle its strays: an open one it takes back, an idle one (a sub-agent's thread made just before a crash, its turn not yet started) it lets go, so the engine that needs it can take it.
+    const strays = this.ownership.strays();
+    const mine: Array<[string, string | undefined]> = strays.filter((threadId) => open.has(threadId)).map((threadId) => [threadId, undefined]);
+    mine.push(...[...orphans].filter(([threadId]) => preferredEngine(threadId, live) === this.engineId));
     const lane = async () => {
       for (let next = mine.shift(); next && !this.stopped; next = mine.shift()) {
         const [threadId, gone] = next;
@@ -265,6 +264,10 @@ export class ClusterNode implements Placement {
       }
     };
     await Promise.all(Array.from({ length: TAKE_LANES }, lane));
+    for (const threadId of strays) {
+      if (this.stopped) return;
+      if (!open.has(threadId)) await this.ownership.forsake(threadId).catch((error: unknown) => this.log.warn({ threadId, error: String(error) }, 'could not let go of a thread'));
+    }
     const reverting = new Set(engine.listOpenReverts().map(({ threadId }) => threadId));
     for (const threadId of this.ownership.held()) {
       if (this.stopped) return;

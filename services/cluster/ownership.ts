@@ -80,6 +80,25 @@ export class Ownership {
   }
 
   /**
+   * Threads the directory names this engine for that it neither holds nor is
+   * taking: it let go of them when its membership lapsed, or it is a new
+   * process under the old id. The others see a live owner and leave them.
+   */
+  strays(): string[] {
+    return [...this.owners.keys()].filter((threadId) => this.isStray(threadId));
+  }
+
+  private isStray(threadId: string): boolean {
+    return this.owners.get(threadId)?.value === this.engineId && !this.mine.has(threadId) && !this.taking.has(threadId) && !this.acquiring.has(threadId);
+  }
+
+  /** Deletes a stray's key, so whichever engine needs the thread next takes it; nothing when it is no longer a stray. */
+  async forsake(threadId: string): Promise<void> {
+    const entry = this.owners.get(threadId);
+    if (entry && this.isStray(threadId)) await this.bucket.delete(threadId, entry.revision);
+  }
+
+  /**
    * Takes the thread if nobody owns it or its owner is gone (not alive, or
    * `gone`: an engine known not to answer); `false` when a live engine owns
    * it. Concurrent takes of one thread share one attempt.

@@ -186,6 +186,25 @@ describe('engines as a cluster', () => {
     expect(log.filter((message) => message.kind === 'owner').map((message) => message.by)).toEqual([engine!.engineId, engine!.engineId]);
   }, 90_000);
 
+  it('an engine killed and back under its id before its membership lapsed lets go of the idle threads still in its name, so whichever engine needs one next takes it', async () => {
+    // The others never counted it gone, so they leave what the directory names it for; a sub-agent's thread made just before the kill, its turn not yet started, waited for ever on that.
+    const c = fresh();
+    const [first] = await c.startEngines(1);
+    const api = await c.client();
+    const { threadId } = await api.call('thread.create', { mode: 'full' });
+    expect((await c.ownerOf(threadId))?.engineId).toBe(first!.engineId);
+    await first!.process.kill('SIGKILL');
+    const again = await c.startEngine('engine1');
+    expect(again.engineId).toBe(first!.engineId);
+    await expect.poll(async () => (await c.ownerOf(threadId))?.engineId, { timeout: 10_000 }).toBeUndefined();
+    // And the thread serves as ever: the next write takes it.
+    await c.startWorker(c.script('short', { steps: [[{ text: 'Still here.' }]] }));
+    const { turnId } = await api.call('turn.start', { threadId, input: { text: 'say something' } });
+    const { turn } = await untilSettled(api, threadId, turnId, 30_000);
+    expect(turn.state).toBe('completed');
+    expect((await c.ownerOf(threadId))?.engineId).toBe(first!.engineId);
+  }, 90_000);
+
   it('kill of the nats-server that leads the stream mid-turn: the turn completes', async () => {
     const { c, api, threadId, turnId } = await streamingTurn();
     const leader = nats.node((await c.streamLeader())!);
