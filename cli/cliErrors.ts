@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { type ParseArgsConfig, parseArgs } from 'node:util';
 import type { ZodError, ZodType } from 'zod';
 import { TurnloomError } from '../domain/errors.ts';
+import { jsonErrorPosition } from '../services/config/index.ts';
 
 /**
  * A mistake on the command line or in a file the user named: printed as one
@@ -86,8 +87,9 @@ export function readJsonFile<S extends ZodType>(option: string, path: string, sc
   let raw: unknown;
   try {
     raw = JSON.parse(text);
-  } catch (error) {
-    throw new UsageError(`${option} ${path}: not JSON (${(error as Error).message}); expected ${options.expected}`);
+  } catch {
+    // The parser's message quotes the text: a file named by mistake (/etc/shadow) must not be printed.
+    throw new UsageError(`${option} ${path}: not JSON at ${jsonErrorPosition(text)}; expected ${options.expected}`);
   }
   options.inspect?.(raw);
   const parsed = schema.safeParse(raw);

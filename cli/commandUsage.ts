@@ -13,6 +13,7 @@ export const logUsage = `  --log-format F      pretty (one line per thing, the d
   --log-level L       debug, info (default), warn, error or silent`;
 
 export const runUsage = `turnloom run "<prompt>" [options]   one turn on the workspace, engine and worker in this process
+  turnloom run - [options]            the same, the prompt read from standard input (to its end)
   --cwd DIR           the workspace the agent works in (default: this folder)
   --provider NAME     scripted, anthropic, openai-chat or openai-responses (default: the first with a key)
   --model NAME        the provider's model
@@ -28,6 +29,7 @@ export const runUsage = `turnloom run "<prompt>" [options]   one turn on the wor
   --context-window N  the model's context window in tokens, when its known one is wrong or unknown
   --verbose           show every tool call's output (default: the tail of a failed one's)
   --no-diff           end without the turn's diff (the changed files and their counts are still listed)
+  --timeout S         interrupt the turn after S seconds and exit 124 (so a CI job never hangs on a run)
   --json              print { threadId, title, turnId, status, error, text, toolCalls, approvals, checkpoint, usage } and nothing else
   Colour in a terminal, unless NO_COLOR is set (FORCE_COLOR forces it, on a pipe too).
   In a terminal, a line typed while the turn runs is steered into it (the model reads it at its next step);
@@ -104,3 +106,10 @@ export const inspectUsage = `turnloom inspect [options]   the live state-chart i
   The page calls the API with the token in TURNLOOM_TOKEN (answering approvals needs the operate scope).
 ${logUsage}
   With the embedded engine, use turnloom serve --inspect PORT instead.`;
+
+export const mcpUsage = `turnloom mcp add NAME [--env K=V]... -- COMMAND ARGS...   add a stdio server to the user file
+turnloom mcp add NAME --url URL [--header K:V]... [--transport sse]   add an HTTP server to the user file
+turnloom mcp list [--cwd DIR] [--json]   the user file's servers and those the project offers (allowed or not)
+turnloom mcp remove NAME                 remove a server from the user file
+turnloom mcp allow NAME [--cwd DIR]      allow a server the project asks for (turnloom.json or .mcp.json) until its spec changes
+  Values may name variables (\${GITHUB_TOKEN}); see docs/mcp.md.`;

@@ -4,7 +4,7 @@ import { inspect } from 'node:util';
 import { UsageError, oneLine, parseOptions, userFacingMessage } from './cliErrors.ts';
 import { installRedactingConsole, redact } from './redact.ts';
 import { VERSION } from '../domain/version.ts';
-import { demoUsage, inspectUsage, replayUsage, runUsage, serveUsage, workerUsage } from './commandUsage.ts';
+import { demoUsage, inspectUsage, mcpUsage, replayUsage, runUsage, serveUsage, workerUsage } from './commandUsage.ts';
 
 /** The package root (the compiled command runs from dist/): charts belong to the package, wherever the command runs from. */
 const above = resolve(fileURLToPath(new URL('..', import.meta.url)));
@@ -18,8 +18,9 @@ const commands = {
   worker: () => import('./workerCommand.ts').then((module) => module.workerCommand),
   replay: () => import('./replayCommand.ts').then((module) => module.replayCommand),
   inspect: () => import('./inspectCommand.ts').then((module) => module.inspectCommand),
+  mcp: () => import('./mcpCommand.ts').then((module) => module.mcpCommand),
 };
-const usages: Record<keyof typeof commands, string> = { run: runUsage, demo: demoUsage, serve: serveUsage, worker: workerUsage, replay: replayUsage, inspect: inspectUsage };
+const usages: Record<keyof typeof commands, string> = { run: runUsage, demo: demoUsage, serve: serveUsage, worker: workerUsage, replay: replayUsage, inspect: inspectUsage, mcp: mcpUsage };
 
 const chartsUsage = `turnloom charts [--check]   write docs/charts/*.mmd|json and the generated doc sections
   --check             change nothing; exit 1 when any of them is stale`;
@@ -34,6 +35,7 @@ commands:
   worker             run turns for an engine elsewhere, over NATS (see below)
   replay FILE        run a recorded provider stream through the real SDK and the engine (see below)
   inspect            the live state-chart inspector in the browser, for an engine on NATS (see below)
+  mcp add|list|remove|allow   MCP servers: the user file's, and those a project offers (see below)
   charts [--check]   write docs/charts/*.mmd|json and the generated doc sections;
                      --check exits 1 when any of them is stale
   help COMMAND       that command's options (or: turnloom COMMAND --help)
@@ -67,12 +69,13 @@ async function main(argv: string[]): Promise<number> {
     case 'worker':
     case 'replay':
     case 'inspect':
+    case 'mcp':
       return (await commands[command]())(rest);
     case 'help': {
       const [topic] = rest;
       if (topic === 'charts') console.log(chartsUsage);
       else if (topic !== undefined && topic in commands) console.log(usages[topic as keyof typeof commands]);
-      else if (topic !== undefined) throw new UsageError(`no command "${topic}"; the commands are run, demo, serve, worker, replay, inspect and charts`);
+      else if (topic !== undefined) throw new UsageError(`no command "${topic}"; the commands are run, demo, serve, worker, replay, inspect, mcp and charts`);
       else console.log(usage());
       return 0;
     }
@@ -87,7 +90,7 @@ async function main(argv: string[]): Promise<number> {
       console.log(usage());
       return 0;
     default:
-      throw new UsageError(`unknown command "${command}"; the commands are run, demo, serve, worker, replay, inspect and charts (turnloom --help)`);
+      throw new UsageError(`unknown command "${command}"; the commands are run, demo, serve, worker, replay, inspect, mcp and charts (turnloom --help)`);
   }
 }
 

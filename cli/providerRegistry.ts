@@ -1,3 +1,4 @@
+import { isInstalled } from '../adapters/optionalPackage.ts';
 import { anthropicParameters } from '../adapters/providers/anthropicParameters.ts';
 import { LazyProvider } from '../adapters/providers/lazyProvider.ts';
 import { type Script, ScriptedProvider, scriptSchema } from '../adapters/providers/scriptedProvider.ts';
@@ -46,6 +47,8 @@ export interface ProviderChoices {
 }
 
 const defaultModels: Record<ProviderKind, string> = { anthropic: 'claude-sonnet-4-5', 'openai-chat': 'gpt-4.1-mini', 'openai-responses': 'gpt-4.1-mini' };
+/** Each kind's SDK: an optional peer dependency, so a process with a key set but not the SDK is told what to install. */
+const sdkPackages: Record<ProviderKind, string> = { anthropic: '@anthropic-ai/sdk', 'openai-chat': 'openai', 'openai-responses': 'openai' };
 const defaultKeyVariables: Record<ProviderKind, string> = { anthropic: 'ANTHROPIC_API_KEY', 'openai-chat': 'OPENAI_API_KEY', 'openai-responses': 'OPENAI_API_KEY' };
 /** What the environment already said for the built-in providers; it beats the configuration files. */
 const environmentBaseUrl: Record<ProviderKind, string> = { anthropic: 'ANTHROPIC_BASE_URL', 'openai-chat': 'OPENAI_BASE_URL', 'openai-responses': 'OPENAI_BASE_URL' };
@@ -98,7 +101,9 @@ export const readScriptFile = (path: string): Script => readJsonFile('--script',
  * its model is `--model`, else `TURNLOOM_MODEL`, else the configuration's
  * `model` (when that provider is the configuration's), else the provider's.
  * A provider's SDK is loaded on its first call (together they take a second
- * to import).
+ * to import). The SDKs are optional peer dependencies: a provider whose key
+ * is set but whose SDK is not installed is left out, and is one line saying
+ * what to install (a `UsageError`) when it is the one chosen.
  */
 export async function providersFromEnvironment(env: NodeJS.ProcessEnv, scriptPath?: string, choices: ProviderChoices = {}): Promise<ProviderSetup> {
   const config = choices.config ?? {};
@@ -112,11 +117,19 @@ export async function providersFromEnvironment(env: NodeJS.ProcessEnv, scriptPat
   const providers: Record<string, ProviderAdapter> = { scripted: new ScriptedProvider(script) };
   const models: Record<string, string> = {};
   const needs: Record<string, string> = { scripted: knownProviders.scripted! };
+  /** Providers whose key is set but whose SDK is not installed: what to install, said if one of them is chosen. */
+  const uninstalled: Record<string, string> = {};
   for (const [name, plan] of Object.entries(providerPlans(env, config))) {
     needs[name] = `needs ${plan.keyVariable}`;
     const apiKey = env[plan.keyVariable];
     registerSecret(apiKey);
     if (!apiKey) continue;
+    const sdk = sdkPackages[plan.kind];
+    if (!isInstalled(sdk)) {
+      needs[name] = `needs the "${sdk}" package, not installed here`;
+      uninstalled[name] = `${plan.keyVariable} is set for provider "${name}", but the "${sdk}" package it runs on is not installed: npm install ${sdk} (with npx: npx -p turnloom -p ${sdk} turnloom …), or unset ${plan.keyVariable} to use the scripted provider`;
+      continue;
+    }
     models[name] = plan.model;
     const connection = { apiKey, ...(plan.baseUrl ? { baseURL: plan.baseUrl } : {}), defaultModel: plan.model };
     switch (plan.kind) {
@@ -134,8 +147,9 @@ export async function providersFromEnvironment(env: NodeJS.ProcessEnv, scriptPat
     }
   }
   const { flags } = choices;
-  const withoutFlag = env.TURNLOOM_PROVIDER ?? config.provider ?? Object.keys(providers).find((candidate) => candidate !== 'scripted') ?? 'scripted';
+  const withoutFlag = env.TURNLOOM_PROVIDER ?? config.provider ?? Object.keys(providers).find((candidate) => candidate !== 'scripted') ?? Object.keys(uninstalled)[0] ?? 'scripted';
   const name = flags?.provider ?? withoutFlag;
+  if (uninstalled[name]) throw new UsageError(uninstalled[name]);
   if (!providers[name]) {
     const said = flags?.provider !== undefined ? flags.command : env.TURNLOOM_PROVIDER !== undefined ? 'TURNLOOM_PROVIDER' : `${(choices.files ?? []).join(' + ')}: provider`;
     throw new UsageError(unknownProvider(said, name, providers, needs));

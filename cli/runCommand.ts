@@ -1,5 +1,5 @@
-import { type PermissionMode, permissionModes } from '../domain/index.ts';
-import { UsageError, integerOption, parseOptions } from './cliErrors.ts';
+import { type PermissionMode, agentMode, permissionModes } from '../domain/index.ts';
+import { UsageError, integerOption, parseOptions, positiveOption } from './cliErrors.ts';
 import { failureHint } from './run/failureHint.ts';
 import { paint, wantsColour } from './colours.ts';
 import { printStyled } from './redact.ts';
@@ -8,9 +8,10 @@ import { terminalJson, visible } from './terminalText.ts';
 import { providersFromEnvironment } from './providerRegistry.ts';
 import { LazyProvider } from '../adapters/providers/lazyProvider.ts';
 import { commandConfig, compactionOptions } from './commandConfig.ts';
+import { terminalQuestion, withProjectServers } from './mcpConsent.ts';
 import type { ApprovalPolicy } from './run/approvalAnswers.ts';
 import { type RunReport, runEmbedded } from './run/embeddedRun.ts';
-import { agentProvider, checkAgent } from './workerSetup.ts';
+import { agentProvider, checkAgent, configuredAgents } from './workerSetup.ts';
 import { dataFolderFor, workspaceSetup } from './workspaceSetup.ts';
 import { runUsage } from './commandUsage.ts';
 
@@ -37,13 +38,17 @@ export async function runCommand(args: string[]): Promise<number> {
       json: { type: 'boolean', default: false },
       verbose: { type: 'boolean', default: false },
       'no-diff': { type: 'boolean', default: false },
+      timeout: { type: 'string' },
     },
   });
   if (values.help) {
     console.log(runUsage);
     return 0;
   }
-  const prompt = positionals.join(' ').trim();
+  const timeoutSeconds = positiveOption('run', 'timeout', values.timeout);
+  const fromStdin = positionals.length === 1 && positionals[0] === '-';
+  const prompt = fromStdin ? (await readAll(process.stdin)).trim() : positionals.join(' ').trim();
+  if (prompt === '' && fromStdin) throw new UsageError('run: the prompt read from standard input (run -) is empty: pipe it in, e.g. echo "fix the failing test" | turnloom run -');
   if (prompt === '') throw new UsageError('run: say what to do, e.g. turnloom run "fix the failing test"; see turnloom run --help');
   const tty = process.stdin.isTTY === true && process.stdout.isTTY === true;
   const policy = (values.approve ?? (tty ? 'ask' : 'deny')) as ApprovalPolicy;
@@ -56,7 +61,10 @@ export async function runCommand(args: string[]): Promise<number> {
 
   const dataDir = await dataFolderFor(values.cwd!, values.data);
   const workspace = await workspaceSetup('run', '--cwd', values.cwd!, dataDir);
-  const { config, files } = commandConfig(workspace.workspace);
+  const loaded = commandConfig(workspace.workspace);
+  const { files } = loaded;
+  const { config, notes: serverNotes } = await withProjectServers(loaded, terminalQuestion());
+  for (const line of serverNotes) process.stderr.write(`turnloom: ${line}\n`);
   const setup = await providersFromEnvironment(process.env, values.script, { config, files, flags: { command: 'run', provider: values.provider, model: values.model } });
   const agent = values.agent === undefined ? undefined : checkAgent('run', config, values.agent);
   const { name, model } = agent && values.provider === undefined && values.model === undefined ? agentProvider(config, agent, setup) : setup.defaultProvider;
@@ -80,6 +88,7 @@ export async function runCommand(args: string[]): Promise<number> {
     // A new thread takes the configured mode; a thread continued keeps its own unless --mode says otherwise.
     mode: (values.mode as PermissionMode | undefined) ?? (values.thread === undefined && !values.continue ? config.permissions?.mode : undefined),
     contextWindow,
+    ...(timeoutSeconds === undefined ? {} : { timeoutSeconds }),
     compaction: compactionOptions(config, contextWindow, name),
     threadDefaults: { rules: config.permissions?.rules ?? [], compaction: config.compaction?.auto === false ? 'off' : 'auto' },
     config,
@@ -89,7 +98,11 @@ export async function runCommand(args: string[]): Promise<number> {
     input: process.stdin,
     prompts: values.json ? process.stderr : process.stdout,
     // Named at once, so a run stopped at any moment (kill -9 included) can be continued.
-    onThread: (threadId, mode) => notes.write(`thread ${threadId} · mode ${mode}${mode === 'full' ? ' (nothing asks)' : `, approvals: ${policy}`} · data ${dataDir}\n`),
+    // The mode the turn runs in: an agent narrower than the thread (plan is read-only) is what counts.
+    onThread: (threadId, threadMode) => {
+      const mode = agent ? agentMode(threadMode, configuredAgents(config)[agent]!) : threadMode;
+      notes.write(`thread ${threadId} · mode ${mode}${agent && mode !== threadMode ? ` (agent ${agent})` : ''}${mode === 'full' ? ' (nothing asks)' : `, approvals: ${policy}`} · data ${dataDir}\n`);
+    },
   });
   if (values.json) console.log(terminalJson(jsonReport(report)));
   else {
@@ -97,7 +110,19 @@ export async function runCommand(args: string[]): Promise<number> {
     const where = `${values.cwd === '.' ? '' : ` --cwd ${shellQuote(values.cwd!)}`}${values.data === undefined ? '' : ` --data ${shellQuote(values.data)}`}`;
     printStyled(`\ncontinue this thread: ${paint(colour).strong(visible(`turnloom run --thread ${report.threadId}${where} "…"`))}`);
   }
+  if (report.timedOut) {
+    notes.write(`turnloom: timed out after ${timeoutSeconds} s; the turn was interrupted\n`);
+    return 124;
+  }
   return report.status === 'completed' ? 0 : report.status === 'interrupted' ? 130 : 1;
+}
+
+/** Everything a stream gives until its end: the prompt of `run -`. */
+async function readAll(stream: NodeJS.ReadableStream): Promise<string> {
+  stream.setEncoding('utf8');
+  let text = '';
+  for await (const chunk of stream) text += chunk as string;
+  return text;
 }
 
 const jsonReport = ({ threadId, title, turnId, status, failure, text, toolCalls, approvals, checkpoint, usage }: RunReport) => ({

@@ -60,7 +60,8 @@ const engineParts = () =>
     import('./workerSetup.ts'),
     import('../services/turnloomServer.ts'),
     import('../services/api/apiServer.ts'),
-  ]).then(([workspace, config, providers, telemetry, store, worker, server, api]) => ({ ...workspace, ...config, ...providers, ...telemetry, ...store, ...worker, ...server, DEFAULT_MAX_PAYLOAD: api.DEFAULT_MAX_PAYLOAD }));
+    import('./mcpConsent.ts'),
+  ]).then(([workspace, config, providers, telemetry, store, worker, server, api, consent]) => ({ ...workspace, ...config, ...providers, ...telemetry, ...store, ...worker, ...server, ...consent, DEFAULT_MAX_PAYLOAD: api.DEFAULT_MAX_PAYLOAD }));
 
 export async function serveCommand(args: string[]): Promise<number> {
   refuseSecretFlags('serve', args);
@@ -125,12 +126,16 @@ export async function serveCommand(args: string[]): Promise<number> {
   };
   const prepared = await (async () => {
     const parts = await loading;
-    const { dataFolderFor, workspaceSetup, commandConfig, providersFromEnvironment } = parts;
+    const { dataFolderFor, workspaceSetup, commandConfig, providersFromEnvironment, withProjectServers } = parts;
     const dataDir = await dataFolderFor(values.workspace ?? '.', values.data);
     const secretFiles = [values.auth, values['nats-creds']].filter((file) => file !== undefined);
     const workspace = values['no-worker'] ? null : await workspaceSetup('serve', '--workspace', values.workspace ?? '.', dataDir, secretFiles);
     // An engine alone serves no workspace, so only the user file speaks for it.
-    const { config, files } = commandConfig(workspace?.workspace ?? null);
+    const loaded = commandConfig(workspace?.workspace ?? null);
+    const { files } = loaded;
+    // serve runs unattended: a project's server runs only once allowed.
+    const { config, notes: serverNotes } = await withProjectServers(loaded, null);
+    for (const line of serverNotes) console.log(`turnloom: ${line}`);
     const setup = await providersFromEnvironment(process.env, values.script, { config, files });
     return { parts, dataDir, workspace, config, files, setup };
   })().catch(async (error: unknown) => {
@@ -217,7 +222,10 @@ export async function serveCommand(args: string[]): Promise<number> {
     console.log(`  ${values['no-worker'] ? 'no local worker (--no-worker): turns wait for `turnloom worker` processes' : `local worker ${server.worker!.workerId}; ${setup.summary}; ${workspace!.summary}`}`);
     if (workspace && setup.defaultProvider.name === 'scripted') {
       // What a person gets without a key, so a first turn that only lists the folder is no surprise.
-      console.log(`  no OPENAI_API_KEY or ANTHROPIC_API_KEY: the scripted provider answers, ${values.script ? `playing ${values.script}` : 'listing the workspace each turn (--script FILE plays edits and commands: docs/providers.md)'}`);
+      // Chosen (TURNLOOM_PROVIDER, --script) while keys are set: saying "no key" would be false.
+      const others = Object.keys(setup.providers).filter((name) => name !== 'scripted');
+      const why = others.length === 0 ? 'no OPENAI_API_KEY or ANTHROPIC_API_KEY' : `the default provider (${others.join(', ')} also configured)`;
+      console.log(`  ${why}: the scripted provider answers, ${values.script ? `playing ${values.script}` : 'listing the workspace each turn (--script FILE plays edits and commands: docs/providers.md)'}`);
     }
     for (const note of configured?.notes ?? []) console.log(note);
     if (workspace?.isolationWarning) console.warn(`  ${workspace.isolationWarning}`);

@@ -1,4 +1,5 @@
 import { metrics, trace } from '@opentelemetry/api';
+import { requirePackages } from '../adapters/optionalPackage.ts';
 import { VERSION } from '../domain/index.ts';
 import { registerSecret } from './redact.ts';
 
@@ -9,6 +10,8 @@ function wanted(env: NodeJS.ProcessEnv): boolean {
   return Boolean(env.OTEL_EXPORTER_OTLP_ENDPOINT || env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT || env.OTEL_EXPORTER_OTLP_METRICS_ENDPOINT || env.OTEL_TRACES_EXPORTER === 'otlp');
 }
 
+const sdkPackages = ['@opentelemetry/sdk-trace-base', '@opentelemetry/exporter-trace-otlp-http', '@opentelemetry/resources', '@opentelemetry/sdk-metrics', '@opentelemetry/exporter-metrics-otlp-http'];
+
 /**
  * Turns OpenTelemetry export on for `serve` and `worker` when the standard
  * `OTEL_*` variables ask for it (endpoints, headers, service name, as every
@@ -17,6 +20,8 @@ function wanted(env: NodeJS.ProcessEnv): boolean {
  */
 export async function startTelemetry(service: string, env: NodeJS.ProcessEnv = process.env): Promise<{ enabled: boolean; stop(): Promise<void> }> {
   if (!wanted(env)) return { enabled: false, stop: async () => undefined };
+  // The SDK is an optional peer dependency: asked for but not there is one line saying what to install.
+  requirePackages('OpenTelemetry export (asked for by the OTEL_* variables; OTEL_SDK_DISABLED=true turns it off)', sdkPackages);
   // Exporter headers carry a collector's API key: never printed.
   for (const name of ['OTEL_EXPORTER_OTLP_HEADERS', 'OTEL_EXPORTER_OTLP_TRACES_HEADERS', 'OTEL_EXPORTER_OTLP_METRICS_HEADERS']) {
     for (const pair of (env[name] ?? '').split(',')) registerSecret(decodeURIComponent(pair.slice(pair.indexOf('=') + 1).trim()));

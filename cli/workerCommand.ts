@@ -5,6 +5,7 @@ import { UsageError, integerOption, parseOptions } from './cliErrors.ts';
 import { checkInboxPrefix, checkPrefix, natsArgOptions, connectNats, natsSettings, refuseSecretFlags } from './natsOptions.ts';
 import { providersFromEnvironment } from './providerRegistry.ts';
 import { commandConfig, compactionOptions } from './commandConfig.ts';
+import { withProjectServers } from './mcpConsent.ts';
 import { untilSignal } from './untilSignal.ts';
 import { cliLogger, logArgOptions, logSettings } from './cliLogger.ts';
 import { startTelemetry } from './telemetry.ts';
@@ -45,7 +46,11 @@ export async function workerCommand(args: string[]): Promise<number> {
   const concurrency = integerOption('worker', 'concurrency', values.concurrency, { min: 1, max: 1_000 });
   const contextWindow = integerOption('worker', 'context-window', values['context-window'], { min: 1_000, unit: 'tokens' });
   const log = cliLogger(logSettings('worker', values['log-format'], values['log-level']));
-  const { config, files } = commandConfig(workspace.workspace);
+  const loaded = commandConfig(workspace.workspace);
+  const { files } = loaded;
+  // A worker has nobody to ask: a project's server runs only once allowed.
+  const { config, notes: serverNotes } = await withProjectServers(loaded, null);
+  for (const line of serverNotes) log.warn({}, line);
   const setup = await providersFromEnvironment(process.env, values.script, { config, files });
   const compaction = compactionOptions(config, contextWindow, setup.defaultProvider.name);
   const nats = natsSettings(values.nats, { user: values['nats-user'], credsFile: values['nats-creds'], env: process.env });

@@ -4,6 +4,7 @@ import { type AgentProfile, type Logger, type McpServerSpec, type ProviderChoice
 import { type TurnloomConfig, userConfigPath } from '../services/config/index.ts';
 import type { WorkerOptions } from '../services/worker/index.ts';
 import { UsageError } from './cliErrors.ts';
+import { dataHome } from './dataHome.ts';
 
 /** What the configuration adds to a worker: its agents, its MCP tools beside the workspace's, the user's instructions file. */
 export interface ConfiguredWorker {
@@ -52,7 +53,7 @@ function serverSpecs(config: TurnloomConfig): McpServerSpec[] {
 export async function configuredWorker(config: TurnloomConfig, workspace: string, tools: ToolExecutor, log: Logger = silentLogger): Promise<ConfiguredWorker> {
   const servers = serverSpecs(config);
   // The MCP SDK is loaded only when there are servers: every command would pay for it otherwise.
-  const mcp = servers.length > 0 ? await (await import('../adapters/mcp/index.ts')).McpTools.start({ servers, root: workspace, log }) : null;
+  const mcp = servers.length > 0 ? await (await import('../adapters/mcp/index.ts')).McpTools.start({ servers, root: workspace, home: join(dataHome(), 'mcp'), log }) : null;
   const notes = (mcp?.status() ?? []).map((server) => (server.state === 'ready' ? `  mcp ${server.name}: ${server.tools} tools` : `  mcp ${server.name}: not started: ${server.error ?? server.state}`));
   return {
     options: {

@@ -1,7 +1,8 @@
 import { statSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { Checkpoints } from '../adapters/git/index.ts';
-import type { CheckpointSetting, WorkerOptions } from '../services/worker/index.ts';
+import type { ToolExecutor } from '../domain/index.ts';
+import type { CheckpointSetting } from '../services/worker/index.ts';
 import { openWorkspace } from '../services/worker/openWorkspace.ts';
 import { UsageError } from './cliErrors.ts';
 import { dataHome, defaultDataFolder } from './dataHome.ts';
@@ -20,7 +21,7 @@ export interface WorkspaceSetup {
   workspace: string;
   /** The project it belongs to: its git repository's top folder, or the workspace itself (what the default data folder is named after). */
   project: string;
-  tools: NonNullable<WorkerOptions['tools']>;
+  tools: ToolExecutor;
   checkpoints: CheckpointSetting;
   /** One line for the console: where the agent works, and whether its turns can be undone. */
   summary: string;

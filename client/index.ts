@@ -5,3 +5,5 @@ export type { ThreadWatchContext, ThreadWatchOptions } from '../protocol/threadW
 export type { ApiCaller } from '../protocol/apiCaller.ts';
 export { TurnHandle } from './turnHandle.ts';
 export type { ApprovalDecision, SettledTurn, StartTurnOptions } from './turnHandle.ts';
+export { TurnEventFeed, answerText } from './turnEvents.ts';
+export type { ApprovalDecisionMade, ToolEndState, TurnEvent, TurnEventOf, TurnEventType } from './turnEvents.ts';

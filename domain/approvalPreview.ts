@@ -1,8 +1,9 @@
 /**
  * What an approval allows, shown to the person before they answer: worked
  * out by the worker from the workspace as it is at the moment of asking.
- * A preview is a courtesy, never a promise: the call runs against the file as
- * it is when it runs, and a preview that could not be made says why.
+ * A diff binds the approval to the file it was made from (its `digest`): if
+ * the file changed before the approved call runs, the call is refused. A
+ * preview that could not be made says why.
  */
 export type ApprovalPreview =
   | {
@@ -17,6 +18,13 @@ export type ApprovalPreview =
       created: boolean;
       /** The patch was cut (the counts are still whole). */
       cut: boolean;
+      /**
+       * The file as the diff was made from it: `sha256:<hex>` of its bytes, or
+       * `absent`. The approved call is refused if the file is no longer so:
+       * a person's edit made while the question waited is never overwritten.
+       * Left out in logs written before it.
+       */
+      digest?: string;
     }
   | {
       kind: 'command';

@@ -1,7 +1,7 @@
 /** An MCP tool server a worker starts (stdio: a command) or reaches (Streamable HTTP: a URL). */
 export type McpServerSpec =
   | { name: string; command: string; args?: string[]; env?: Record<string, string>; cwd?: string; timeoutMs?: number }
-  | { name: string; url: string; headers?: Record<string, string>; timeoutMs?: number };
+  | { name: string; url: string; headers?: Record<string, string>; transport?: 'streamable-http' | 'sse'; timeoutMs?: number };
 
 /**
  * What a server's name may be: it prefixes its tools' names (`<server>__<tool>`),

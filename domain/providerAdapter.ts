@@ -35,6 +35,12 @@ export interface ToolCall {
   callId: string;
   name: string;
   input: unknown;
+  /**
+   * Set by the worker, never by a model, on a call a person allowed from a
+   * diff: the file's digest in that diff. The tool refuses the call if the
+   * file is no longer so. Left out: nothing to check.
+   */
+  approvedDigest?: string;
 }
 
 export interface ToolResult {

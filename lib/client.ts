@@ -3,6 +3,7 @@ export { TurnloomClient } from '../client/turnloomClient.ts';
 export type { ClientOptions } from '../client/turnloomClient.ts';
 export { TurnHandle } from '../client/turnHandle.ts';
 export type { ApprovalDecision, SettledTurn, StartTurnOptions } from '../client/turnHandle.ts';
+export type { ApprovalDecisionMade, ToolEndState, TurnEvent, TurnEventOf, TurnEventType } from '../client/turnEvents.ts';
 export { ThreadWatch } from '../protocol/threadWatch.ts';
 export type { ThreadWatchContext, ThreadWatchOptions } from '../protocol/threadWatch.ts';
 export type { ApiMethod, ApiParamsIn } from '../protocol/apiSchemas.ts';

@@ -6,8 +6,8 @@ import { ScriptedProvider } from '../adapters/providers/scriptedProvider.ts';
 import { InProcessHub } from '../bus/index.ts';
 import { TurnloomClient } from '../client/turnloomClient.ts';
 import type { McpTools } from '../adapters/mcp/index.ts';
-import { combineTools } from '../adapters/tools/index.ts';
-import type { AgentProfile, Logger, McpServerSpec, ProviderAdapter, ProviderChoice } from '../domain/index.ts';
+import type { FunctionTool } from '../adapters/tools/index.ts';
+import type { AgentProfile, Logger, McpServerSpec, ProviderAdapter, ProviderChoice, ToolExecutor } from '../domain/index.ts';
 import { type TurnloomServer, startTurnloomServer } from '../services/turnloomServer.ts';
 import type { TurnHooks } from '../services/worker/turnHooks.ts';
 import { openWorkspace } from '../services/worker/openWorkspace.ts';
@@ -21,6 +21,8 @@ export interface RuntimeOptions {
   providers?: Record<string, ProviderAdapter>;
   /** The provider a turn runs on when it names none (default: the first of `providers`). */
   defaultProvider?: ProviderChoice;
+  /** Tools of the program's own (`tool()`), offered beside the workspace's and MCP servers'; a name that clashes with another is a `TypeError` here. */
+  tools?: FunctionTool[];
   /** Extension hooks of the local worker (see `turnloom/worker`). */
   hooks?: TurnHooks;
   /** Agents besides the built-in `build` and `plan` (see docs/agents.md), and the one turns run as when they name none. */
@@ -71,6 +73,8 @@ export async function openRuntime(options: RuntimeOptions = {}): Promise<Runtime
   try {
     const workspace = options.workspace === undefined ? null : await openWorkspace(options.workspace, { exclude: [data], hide: [data] });
     mcp = workspace && options.mcpServers?.length ? await (await import('../adapters/mcp/index.ts')).McpTools.start({ servers: options.mcpServers, root: workspace.root, ...(options.log ? { log: options.log } : {}) }) : null;
+    const executors: ToolExecutor[] = workspace ? [workspace.tools, ...(mcp ? [mcp] : [])] : [];
+    const tools = [...executors, ...(options.tools ?? [])];
     const agents = { ...(options.agents ? { agents: options.agents } : {}), ...(options.defaultAgent ? { defaultAgent: options.defaultAgent } : {}) };
     const bus = new InProcessHub(options.log).connect();
     const server = await startTurnloomServer({
@@ -79,7 +83,8 @@ export async function openRuntime(options: RuntimeOptions = {}): Promise<Runtime
       providers,
       defaultProvider: options.defaultProvider ?? { name: first, model: null },
       localWorker: {
-        ...(workspace ? { workspace: workspace.root, tools: mcp ? combineTools(workspace.tools, mcp) : workspace.tools, checkpoints: workspace.checkpoints } : {}),
+        ...(workspace ? { workspace: workspace.root, checkpoints: workspace.checkpoints } : {}),
+        ...(tools.length > 0 ? { tools } : {}),
         ...(options.hooks ? { hooks: options.hooks } : {}),
         ...agents,
       },

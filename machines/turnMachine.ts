@@ -160,13 +160,18 @@ export const turnMachine = setup({
       initial: 'stepOpen',
       states: {
         stepOpen: {
-          description: 'A step was open when the stop arrived; it must be finished first.',
-          on: { 'step.finished': 'stepClosed' },
+          description: 'A step was open when the stop arrived (or its first answer was still on the way); it must be finished first.',
+          // What the model said before the stop is kept: parts it had begun are recorded, then interrupted when the step closes.
+          on: { 'step.finished': 'stepClosed', 'response.started': 'stepOpen', 'part.started': 'stepOpen' },
         },
         stepClosed: {
           description: 'No step is open; the turn may now settle.',
           on: {
             'turn.started': 'stepClosed',
+            'request.context': 'stepClosed',
+            'request.header': 'stepClosed',
+            // A step the worker had begun when the stop arrived, written with its first words: recorded, then closed as interrupted.
+            'step.started': { target: 'stepOpen', actions: 'countStep' },
             'turn.interrupted': '#turn.interrupted',
             'turn.completed': '#turn.completed',
             'turn.failed': '#turn.failed',

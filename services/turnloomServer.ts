@@ -31,7 +31,7 @@ export interface TurnloomServerOptions {
   /** How the local worker runs turns (retries, timeouts, whether tools run…). */
   runner?: WorkerOptions['loop'];
   /** The local worker's id, environment, workspace (its tools and checkpoints), extension hooks and side work. */
-  localWorker?: Pick<WorkerOptions, 'workerId' | 'environment' | 'workspace' | 'concurrency' | 'tools' | 'checkpoints' | 'hooks' | 'sideWork' | 'agents' | 'userInstructions' | 'defaultAgent'>;
+  localWorker?: Pick<WorkerOptions, 'workerId' | 'environment' | 'takes' | 'workspace' | 'concurrency' | 'tools' | 'checkpoints' | 'hooks' | 'sideWork' | 'agents' | 'userInstructions' | 'defaultAgent'>;
   /** Leases, heartbeats and resumes of workers. */
   workers?: Omit<WorkerGatewayOptions, 'maxPayloadBytes'>;
   /** An interrupt nobody confirms is settled after this long (default 10 s). */
@@ -105,6 +105,24 @@ export async function startTurnloomServer(options: TurnloomServerOptions): Promi
     throw new TurnloomError('conflict', `this data folder is engine ${replica.engineId}'s copy of a cluster's log (${replica.source}): run it as an engine of that cluster, or give this engine another folder`, { replica });
   }
   const log = options.log ?? silentLogger;
+  const providers = options.providers;
+  let worker: Worker | null;
+  try {
+    // Made before anything starts, so that what it refuses (tools whose names clash) leaves nothing open.
+    worker = providers
+      ? new Worker({
+          bus: options.bus,
+          ...(options.prefix ? { prefix: options.prefix } : {}),
+          ...options.localWorker,
+          adapterFor: (choice) => providers[choice.name],
+          log,
+          ...(options.runner ? { loop: options.runner } : {}),
+        })
+      : null;
+  } catch (error) {
+    await options.store.close();
+    throw error;
+  }
   // The claim listens for another engine on the prefix for a moment: while the engine opens. Its answer is awaited as the API starts.
   const claim = options.claim ?? new EngineClaim(options.bus, subjects, cluster ? 'cluster' : 'single');
   claim.claim().catch(() => undefined);
@@ -197,17 +215,7 @@ export async function startTurnloomServer(options: TurnloomServerOptions): Promi
   delegation.start();
   // Publishers and the API are up: what repair writes reaches every client, and it does not hold the start.
   const repaired = repair.run();
-  const providers = options.providers;
-  const worker = providers
-    ? await new Worker({
-        bus: options.bus,
-        ...(options.prefix ? { prefix: options.prefix } : {}),
-        ...options.localWorker,
-        adapterFor: (choice) => providers[choice.name],
-        log,
-        ...(options.runner ? { loop: options.runner } : {}),
-      }).start()
-    : null;
+  await worker?.start();
   return {
     engine,
     api,

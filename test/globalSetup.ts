@@ -21,8 +21,6 @@ export default async function setup(project: TestProject): Promise<() => Promise
   const configHome = mkdtempSync(join(tmpdir(), 'turnloom-xdg-config-'));
   process.env.XDG_CONFIG_HOME = configHome;
   ensureNatsServer();
-  // The grep tool uses ripgrep when it is there; its test says what to install when it cannot be brought.
-  installFromDebian('rg', 'ripgrep');
   // The inspector's browser test drives Debian's chromium; without it that test says how to install it (and fails in CI).
   if (!chromiumPath()) installFromDebian('chromium', 'chromium');
   const server = await startNatsServer();

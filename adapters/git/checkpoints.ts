@@ -1,5 +1,5 @@
-import { realpathSync } from 'node:fs';
-import { isAbsolute, relative, resolve } from 'node:path';
+import { existsSync, realpathSync } from 'node:fs';
+import { isAbsolute, join, relative, resolve } from 'node:path';
 import { capPatch } from './capPatch.ts';
 import { checkpointRefName, checkpointRefPrefix, parseCheckpointRefName, threadRefPrefix, type Which } from './checkpointRefs.ts';
 import { type CapturedTree, type CheckpointDiff, type FileChanges, type RevertedTurn, TurnloomError, type WorkspaceCheckpoints, summarizeChanges } from '../../domain/index.ts';
@@ -67,8 +67,9 @@ export class Checkpoints implements WorkspaceCheckpoints {
   /** null when `dir` is not inside a git work tree (or git is missing). */
   static async open(dir: string, options: CheckpointsOptions = {}): Promise<Checkpoints | null> {
     const root = await Checkpoints.topLevel(dir);
-    // A repository whose config (core.worktree) puts its work tree somewhere else is not this folder's.
-    if (root === null || !contains(root, realpathSync(dir))) return null;
+    // A repository whose config (core.worktree) puts its work tree somewhere else is not this folder's: elsewhere, or
+    // above it (`../..` made /tmp the work tree, and git then failed there): a work tree has its own `.git` (a folder, or a linked worktree's file).
+    if (root === null || !contains(root, realpathSync(dir)) || !existsSync(join(root, '.git'))) return null;
     const gitDir = (await runGit({ cwd: root }, ['rev-parse', '--absolute-git-dir'])).trim();
     const place = { cwd: root, repository: { gitDir, workTree: root } };
     // Linked worktrees keep their index under the main repository's git dir.

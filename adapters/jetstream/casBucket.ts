@@ -92,7 +92,12 @@ export class CasBucket {
    * for a delete. Ends when `stop` is called or the connection closes.
    */
   async watch(onChange: (key: string, entry: Versioned | null) => void): Promise<{ stop(): void; done: Promise<void> }> {
-    const watcher = await this.kv.watch();
+    let watcher;
+    try {
+      watcher = await this.kv.watch();
+    } catch (error) {
+      throw unavailable('watching keys', error);
+    }
     const done = (async () => {
       for await (const entry of watcher) onChange(entry.key, entry.operation === 'PUT' ? { value: entry.string(), revision: entry.revision } : null);
     })();

@@ -1,12 +1,15 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
 import { StreamableHTTPClientTransport, StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { ErrorCode, McpError, type Tool } from '@modelcontextprotocol/sdk/types.js';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { type Logger, type McpServerSpec, VERSION, errorFields, isStdioServer } from '../../domain/index.ts';
 import type { McpCallAnswer } from './toolContent.ts';
+import { serverEnv } from './serverEnv.ts';
 import { StdioTransport } from './stdioTransport.ts';
 
-type McpTransport = StdioTransport | StreamableHTTPClientTransport;
+type McpTransport = StdioTransport | StreamableHTTPClientTransport | SSEClientTransport;
 
 export type McpServerState = 'ready' | 'failed' | 'restarting';
 
@@ -23,8 +26,14 @@ export interface McpServerStatus {
 
 /** What every connection shares: where stdio servers run and with what, how long a start may take, where to log. */
 export interface ConnectionSettings {
+  /** The workspace, which a spec's relative `cwd` is taken from. */
   root: string;
+  /** The folder holding each stdio server's own folder (`<home>/<name>`), where one runs unless its spec names a `cwd`. */
+  home: string;
+  /** The environment a stdio server's is made from (`serverEnv`). */
   env: NodeJS.ProcessEnv;
+  /** Whether stdio servers run isolated (`isolatedProgram`). */
+  isolated: boolean;
   startTimeoutMs: number;
   log: Logger;
 }
@@ -48,6 +57,19 @@ export const duration = (ms: number): string => (ms < 1_000 ? `${ms} ms` : `${Ma
 function message(error: unknown): string {
   if (error instanceof StreamableHTTPError && typeof error.code === 'number') return `HTTP ${error.code}, ${error.message}`;
   return error instanceof Error ? error.message : String(error);
+}
+
+/**
+ * A stdio server's own folder, outside the workspace: a launcher run there
+ * (`npx`, `uvx`) finds no program of the repository's. Its `package.json`
+ * (`{}`) ends npm's search for a project there, so `npx` runs the package
+ * it was asked for, never a `node_modules/.bin` of a folder above.
+ */
+function serverFolder(home: string, name: string): string {
+  const folder = path.join(home, name);
+  mkdirSync(folder, { recursive: true, mode: 0o700 });
+  writeFileSync(path.join(folder, 'package.json'), '{}\n');
+  return folder;
 }
 
 /** `work`, or a rejection once `ms` pass: a bound on what takes no timeout of its own. */
@@ -257,10 +279,13 @@ export class McpServerConnection {
       ? new StdioTransport({
           command: spec.command,
           args: spec.args ?? [],
-          env: { ...settings.env, ...spec.env },
-          cwd: spec.cwd === undefined ? settings.root : path.resolve(settings.root, spec.cwd),
+          env: serverEnv(settings.env, spec.env),
+          cwd: spec.cwd === undefined ? serverFolder(settings.home, spec.name) : path.resolve(settings.root, spec.cwd),
+          isolated: settings.isolated,
         })
-      : new StreamableHTTPClientTransport(new URL(spec.url), { requestInit: { headers: spec.headers ?? {} } });
+      : spec.transport === 'sse'
+        ? new SSEClientTransport(new URL(spec.url), { requestInit: { headers: spec.headers ?? {} } })
+        : new StreamableHTTPClientTransport(new URL(spec.url), { requestInit: { headers: spec.headers ?? {} } });
     const client = new Client({ name: 'turnloom', version: VERSION }, { capabilities: {} });
     client.onerror = (error) => settings.log.debug({ server: this.name, ...errorFields(error) }, 'MCP transport error');
     this.client = client;

@@ -1,16 +1,27 @@
-import { type Logger, type McpServerSpec, type ToolCall, type ToolClass, type ToolExecutor, type ToolResult, type ToolSpec, mcpServerNamePattern, silentLogger } from '../../domain/index.ts';
+import { type Logger, type McpServerSpec, type ToolCall, type ToolClass, type ToolExecutor, type ToolResult, type ToolSpec, isStdioServer, mcpServerNamePattern, silentLogger } from '../../domain/index.ts';
 import { capOutput, headOf } from '../tools/capOutput.ts';
-import { scrubbedEnv } from '../tools/scrubbedEnv.ts';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { isolationHere } from '../tools/commandSandbox.ts';
 import { McpServerConnection, type McpServerStatus } from './mcpServerConnection.ts';
 import { answerText } from './toolContent.ts';
 import { offeredToolName } from './toolNames.ts';
 
 export interface McpToolsOptions {
   servers: McpServerSpec[];
-  /** The workspace: stdio servers run there unless their spec gives a `cwd` (taken relative to it). */
+  /** The workspace: a spec's `cwd` is taken relative to it. */
   root: string;
-  /** What stdio servers run with, less its secrets; a spec's own `env` is added to it. Default `process.env`. */
+  /**
+   * The folder in which each stdio server gets a folder of its own
+   * (`<home>/<name>`) to run in, unless its spec gives a `cwd`. Default: a
+   * new temporary folder, removed on close.
+   */
+  home?: string;
+  /** Where stdio servers' basic variables (PATH, HOME, the locale…) come from; a spec's own `env` is added to them. Default `process.env`. */
   env?: NodeJS.ProcessEnv;
+  /** Run stdio servers isolated as bash commands are, where this machine allows it. Default true. */
+  isolate?: boolean;
   /** Longer output keeps its start and end, with a note on what was cut. Default 30 000. */
   maxOutputChars?: number;
   /** How long a call may take when its server's spec sets no `timeoutMs`. Default 1 minute. */
@@ -69,9 +80,11 @@ function refusalOf(spec: McpServerSpec, earlier: Set<string>): string | null {
  * rule allows it (`{ tool: 'everything__echo', pattern: '*', decision: 'allow' }`),
  * is denied in `read-only`, and runs in `full`.
  *
- * Stdio servers get the worker's environment less its secrets (see
- * `scrubbedEnv`) plus their spec's own `env`, so a key reaches a server only
- * when its spec names it. A server that fails to start is left out (its
+ * A stdio server gets a few basic variables (PATH, HOME, the locale; see
+ * `serverEnv`) plus exactly its spec's own `env`, so a key reaches a server
+ * only when its spec names it; it runs in a folder of its own, not the
+ * workspace, and isolated as bash commands are (its /proc shows none of
+ * this process's), where the machine allows it. A server that fails to start is left out (its
  * tools absent, `status()` saying why); one that dies or hangs is restarted,
  * at most 3 times a minute. Every failure is a result the model can read.
  */
@@ -86,6 +99,8 @@ export class McpTools implements ToolExecutor {
     private readonly servers: McpServerConnection[],
     options: McpToolsOptions,
     private readonly log: Logger,
+    /** The servers' home when it was made for them, removed on close. */
+    private readonly temporary: string | null,
   ) {
     this.maxOutputChars = Math.max(1, options.maxOutputChars ?? 30_000);
     this.callTimeoutMs = Math.max(1, options.callTimeoutMs ?? 60_000);
@@ -94,11 +109,18 @@ export class McpTools implements ToolExecutor {
   /** Starts (or reaches) every server at once; never throws for a server that fails, which `status()` then reports. */
   static async start(options: McpToolsOptions): Promise<McpTools> {
     const log = options.log ?? silentLogger;
-    const settings = { root: options.root, env: scrubbedEnv(options.env ?? process.env), startTimeoutMs: Math.max(1, options.startTimeoutMs ?? 30_000), log };
+    const stdio = options.servers.some(isStdioServer);
+    const isolation = stdio && options.isolate !== false ? await isolationHere() : { isolated: false as const, reason: 'turned off' };
+    if (stdio && !isolation.isolated && options.isolate !== false) {
+      log.warn({ reason: isolation.reason }, 'MCP servers run without isolation: a server can read the environment of this process through /proc');
+    }
+    const temporary = options.home === undefined ? mkdtempSync(path.join(tmpdir(), 'turnloom-mcp-')) : null;
+    const home = options.home ?? temporary!;
+    const settings = { root: options.root, home, env: options.env ?? process.env, isolated: isolation.isolated, startTimeoutMs: Math.max(1, options.startTimeoutMs ?? 30_000), log };
     const names = new Set<string>();
     const servers = options.servers.map((spec) => new McpServerConnection(spec, settings, refusalOf(spec, names)));
     await Promise.all(servers.map((server) => server.start()));
-    return new McpTools(servers, options, log);
+    return new McpTools(servers, options, log, temporary);
   }
 
   specs(): ToolSpec[] {
@@ -142,6 +164,7 @@ export class McpTools implements ToolExecutor {
   /** Closes every client: stdio servers exit (or are killed), HTTP sessions end. */
   async close(): Promise<void> {
     await Promise.all(this.servers.map((server) => server.close()));
+    if (this.temporary !== null) rmSync(this.temporary, { recursive: true, force: true });
   }
 
   /** The offered tools by name, rebuilt when a server's tools change (a restart may list others). */

@@ -1,7 +1,10 @@
 import { type ChildProcess, spawn } from 'node:child_process';
+import { accessSync, constants, statSync } from 'node:fs';
+import path from 'node:path';
 import { ReadBuffer, serializeMessage } from '@modelcontextprotocol/sdk/shared/stdio.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
+import { isolatedProgram } from '../tools/commandSandbox.ts';
 
 export interface StdioTransportOptions {
   command: string;
@@ -9,6 +12,8 @@ export interface StdioTransportOptions {
   /** The whole environment the server gets: nothing is added to it. */
   env: NodeJS.ProcessEnv;
   cwd: string;
+  /** Run in namespaces of its own (see `isolatedProgram`), where its /proc shows none of this process. */
+  isolated: boolean;
 }
 
 /** How a server's process ended, for the sentence a model reads when its call fails. */
@@ -70,10 +75,18 @@ export class StdioTransport implements Transport {
 
   start(): Promise<void> {
     if (this.child) return Promise.reject(new Error('the stdio transport was already started'));
+    const { command, args, cwd, env, isolated } = this.options;
+    let program: { file: string; args: string[] };
+    try {
+      // Found before the namespaces are made, so that a missing program is said as such, not as the wrapper's failure.
+      program = isolated ? isolatedProgram(executable(command, cwd, env.PATH ?? ''), args, []) : { file: command, args };
+    } catch (error) {
+      return Promise.reject(error);
+    }
     return new Promise((resolve, reject) => {
-      const child = spawn(this.options.command, this.options.args, {
-        cwd: this.options.cwd,
-        env: this.options.env,
+      const child = spawn(program.file, program.args, {
+        cwd,
+        env,
         stdio: ['pipe', 'pipe', 'pipe'],
         // A group of its own, so closing it reaches what a launcher started; no shell, so the command is what was given.
         detached: process.platform !== 'win32',
@@ -179,4 +192,33 @@ export class StdioTransport implements Transport {
       if (this.stderrLines.length > stderrLinesKept) this.stderrLines.shift();
     }
   }
+}
+
+/** An error as `spawn` gives it, so that a missing or forbidden program reads the same isolated or not. */
+function spawnError(code: 'ENOENT' | 'EACCES', command: string): NodeJS.ErrnoException {
+  return Object.assign(new Error(`spawn ${command} ${code}`), { code });
+}
+
+/**
+ * The file `command` names, as `execvp` finds it: a path (taken from
+ * `cwd`) as it is, a name on the absolute folders of `PATH` (a relative
+ * one would be looked up in the server's folder, which is no place for programs).
+ */
+function executable(command: string, cwd: string, searchPath: string): string {
+  const candidates = command.includes('/') ? [path.resolve(cwd, command)] : searchPath.split(path.delimiter).filter((dir) => path.isAbsolute(dir)).map((dir) => path.join(dir, command));
+  let forbidden = false;
+  for (const candidate of candidates) {
+    try {
+      if (!statSync(candidate).isFile()) continue;
+    } catch {
+      continue;
+    }
+    try {
+      accessSync(candidate, constants.X_OK);
+      return candidate;
+    } catch {
+      forbidden = true;
+    }
+  }
+  throw spawnError(forbidden ? 'EACCES' : 'ENOENT', command);
 }

@@ -1,9 +1,10 @@
-import Anthropic from '@anthropic-ai/sdk';
+import type Anthropic from '@anthropic-ai/sdk';
 import type { ContentBlockParam, MessageCreateParamsStreaming, MessageParam, RawMessageStreamEvent } from '@anthropic-ai/sdk/resources/messages';
 import { type ProviderAdapter, ProviderError, type ProviderEvent, type ProviderRequest, type StopReason, type ToolExecutor, type Usage } from '../../domain/index.ts';
 import { classifyProviderError } from './classifyProviderError.ts';
 import { parseToolInput } from './parseToolInput.ts';
 import { anthropicParameters } from './anthropicParameters.ts';
+import { requirePackages } from '../optionalPackage.ts';
 
 export interface AnthropicProviderOptions {
   apiKey?: string;
@@ -18,7 +19,9 @@ export interface AnthropicProviderOptions {
 /**
  * The Messages request for a canonical one. Thinking goes back with its
  * signature (the API requires it to continue a tool-using turn); consecutive
- * tool results travel together in one user message.
+ * tool results travel together in one user message. Internal: its type is
+ * the SDK's, which a program without the SDK installed must not need.
+ * @internal
  */
 export function toMessagesParams(request: ProviderRequest, defaultModel: string, maxTokens: number, thinkingBudgetTokens?: number): MessageCreateParamsStreaming {
   const messages: MessageParam[] = [];
@@ -82,13 +85,19 @@ export class AnthropicProvider implements ProviderAdapter {
   readonly name = 'anthropic';
   readonly tools?: ToolExecutor;
   readonly parameters: Readonly<Record<string, number>>;
-  private readonly client: Anthropic;
+  /** The SDK is an optional peer dependency: checked for at construction and imported from then on, so a first call does not spend its idle timeout loading it. */
+  private client: Promise<Anthropic>;
+  private readonly connection: { apiKey: string; baseURL?: string };
   private readonly defaultModel: string;
   private readonly maxTokens: number;
   private readonly thinkingBudgetTokens: number | undefined;
 
   constructor(options: AnthropicProviderOptions) {
-    this.client = new Anthropic({ apiKey: options.apiKey ?? 'unused', ...(options.baseURL ? { baseURL: options.baseURL } : {}), maxRetries: 0 });
+    requirePackages('AnthropicProvider', ['@anthropic-ai/sdk']);
+    this.connection = { apiKey: options.apiKey ?? 'unused', ...(options.baseURL ? { baseURL: options.baseURL } : {}) };
+    this.client = this.loadClient();
+    // Met (and tried again) by the call that needs it.
+    this.client.catch(() => undefined);
     this.defaultModel = options.defaultModel;
     this.maxTokens = options.maxTokens ?? 8_192;
     this.thinkingBudgetTokens = options.thinkingBudgetTokens;
@@ -96,10 +105,20 @@ export class AnthropicProvider implements ProviderAdapter {
     if (options.tools) this.tools = options.tools;
   }
 
+  private loadClient(): Promise<Anthropic> {
+    return import('@anthropic-ai/sdk').then(({ default: Anthropic }) => new Anthropic({ ...this.connection, maxRetries: 0 }));
+  }
+
+  /** The SDK's client; a failed import is tried again. */
+  private sdkClient(): Promise<Anthropic> {
+    return this.client.catch(() => (this.client = this.loadClient()));
+  }
+
   async *stream(request: ProviderRequest, signal: AbortSignal): AsyncIterable<ProviderEvent> {
     let stream: AsyncIterable<RawMessageStreamEvent>;
+    const client = await this.sdkClient();
     try {
-      stream = await this.client.messages.create(toMessagesParams(request, this.defaultModel, this.maxTokens, this.thinkingBudgetTokens), { signal });
+      stream = await client.messages.create(toMessagesParams(request, this.defaultModel, this.maxTokens, this.thinkingBudgetTokens), { signal });
     } catch (error) {
       throw new ProviderError(classifyProviderError(error));
     }

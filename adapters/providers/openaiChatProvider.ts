@@ -2,10 +2,15 @@ import type OpenAI from 'openai';
 import type { ChatCompletionChunk, ChatCompletionCreateParamsStreaming, ChatCompletionMessageParam } from 'openai/resources/chat/completions';
 import { type ProviderAdapter, ProviderError, type ProviderEvent, type ProviderRequest, type StopReason, type ToolExecutor, type Usage } from '../../domain/index.ts';
 import { classifyProviderError } from './classifyProviderError.ts';
-import { type OpenAiProviderOptions, createOpenAiClient } from './openaiClient.ts';
+import { type OpenAiProviderOptions, openAiClient } from './openaiClient.ts';
 import { parseToolInput } from './parseToolInput.ts';
 
-/** The Chat Completions request for a canonical one. Reasoning is not sent back: the API takes none (DeepSeek rejects it). */
+/**
+ * The Chat Completions request for a canonical one. Reasoning is not sent
+ * back: the API takes none (DeepSeek rejects it). Internal: its type is the
+ * SDK's, which a program without the SDK installed must not need.
+ * @internal
+ */
 export function toChatParams(request: ProviderRequest, defaultModel: string): ChatCompletionCreateParamsStreaming {
   const messages: ChatCompletionMessageParam[] = [{ role: 'system', content: request.system }];
   for (const message of request.messages) {
@@ -57,19 +62,20 @@ function usageOf(usage: ChunkUsage): Usage {
 export class OpenAiChatProvider implements ProviderAdapter {
   readonly name = 'openai-chat';
   readonly tools?: ToolExecutor;
-  private readonly client: OpenAI;
+  private readonly client: () => Promise<OpenAI>;
   private readonly defaultModel: string;
 
   constructor(options: OpenAiProviderOptions) {
-    this.client = createOpenAiClient(options);
+    this.client = openAiClient('OpenAiChatProvider', options);
     this.defaultModel = options.defaultModel;
     if (options.tools) this.tools = options.tools;
   }
 
   async *stream(request: ProviderRequest, signal: AbortSignal): AsyncIterable<ProviderEvent> {
     let stream: AsyncIterable<ChatCompletionChunk>;
+    const client = await this.client();
     try {
-      stream = await this.client.chat.completions.create(toChatParams(request, this.defaultModel), { signal });
+      stream = await client.chat.completions.create(toChatParams(request, this.defaultModel), { signal });
     } catch (error) {
       throw new ProviderError(classifyProviderError(error));
     }

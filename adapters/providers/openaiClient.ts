@@ -1,4 +1,5 @@
-import OpenAI from 'openai';
+import type OpenAI from 'openai';
+import { requirePackages } from '../optionalPackage.ts';
 
 export interface OpenAiProviderOptions {
   apiKey?: string;
@@ -8,7 +9,21 @@ export interface OpenAiProviderOptions {
   tools?: import('../../domain/index.ts').ToolExecutor;
 }
 
-/** The SDK client both OpenAI adapters use. The runner retries (visibly, with one policy); the SDK must not retry behind its back. */
-export function createOpenAiClient(options: OpenAiProviderOptions): OpenAI {
-  return new OpenAI({ apiKey: options.apiKey ?? 'unused', ...(options.baseURL ? { baseURL: options.baseURL } : {}), maxRetries: 0 });
+/**
+ * The SDK client both OpenAI adapters use. The SDK is an optional peer
+ * dependency: that it is installed is checked here, at once, and it is
+ * imported from here on, so that a first call does not spend its idle
+ * timeout loading it (a failed import is tried again on the next call). The
+ * runner retries (visibly, with one policy); the SDK must not retry behind
+ * its back.
+ * @internal
+ */
+export function openAiClient(adapter: string, options: OpenAiProviderOptions): () => Promise<OpenAI> {
+  requirePackages(adapter, ['openai']);
+  const load = () =>
+    import('openai').then(({ default: OpenAI }) => new OpenAI({ apiKey: options.apiKey ?? 'unused', ...(options.baseURL ? { baseURL: options.baseURL } : {}), maxRetries: 0 }));
+  let client = load();
+  // Met (and tried again) by the call that needs it.
+  client.catch(() => undefined);
+  return () => client.catch(() => (client = load()));
 }

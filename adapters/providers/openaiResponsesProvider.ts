@@ -2,10 +2,15 @@ import type OpenAI from 'openai';
 import type { ResponseCreateParamsStreaming, ResponseInputItem, ResponseStreamEvent } from 'openai/resources/responses/responses';
 import { type ProviderAdapter, ProviderError, type ProviderEvent, type ProviderRequest, type StopReason, type ToolExecutor, type Usage } from '../../domain/index.ts';
 import { classifyProviderError } from './classifyProviderError.ts';
-import { type OpenAiProviderOptions, createOpenAiClient } from './openaiClient.ts';
+import { type OpenAiProviderOptions, openAiClient } from './openaiClient.ts';
 import { parseToolInput } from './parseToolInput.ts';
 
-/** The Responses request for a canonical one: stateless (`store: false`), the whole conversation as input items. */
+/**
+ * The Responses request for a canonical one: stateless (`store: false`), the
+ * whole conversation as input items. Internal: its type is the SDK's, which a
+ * program without the SDK installed must not need.
+ * @internal
+ */
 export function toResponsesParams(request: ProviderRequest, defaultModel: string): ResponseCreateParamsStreaming {
   const input: ResponseInputItem[] = [];
   for (const message of request.messages) {
@@ -56,19 +61,20 @@ const incompleteReasons: Record<string, StopReason> = { max_output_tokens: 'maxT
 export class OpenAiResponsesProvider implements ProviderAdapter {
   readonly name = 'openai-responses';
   readonly tools?: ToolExecutor;
-  private readonly client: OpenAI;
+  private readonly client: () => Promise<OpenAI>;
   private readonly defaultModel: string;
 
   constructor(options: OpenAiProviderOptions) {
-    this.client = createOpenAiClient(options);
+    this.client = openAiClient('OpenAiResponsesProvider', options);
     this.defaultModel = options.defaultModel;
     if (options.tools) this.tools = options.tools;
   }
 
   async *stream(request: ProviderRequest, signal: AbortSignal): AsyncIterable<ProviderEvent> {
     let stream: AsyncIterable<ResponseStreamEvent>;
+    const client = await this.client();
     try {
-      stream = await this.client.responses.create(toResponsesParams(request, this.defaultModel), { signal });
+      stream = await client.responses.create(toResponsesParams(request, this.defaultModel), { signal });
     } catch (error) {
       throw new ProviderError(classifyProviderError(error));
     }

@@ -46,7 +46,8 @@ export function parseChunks(text: string): string[] {
       try {
         JSON.parse(line);
       } catch {
-        throw new Error(`line ${index + 1} is not JSON: ${line.slice(0, 80)}`);
+        // Never the line itself: a file named by mistake is not printed.
+        throw new Error(`line ${index + 1} is not JSON`);
       }
       return line;
     });

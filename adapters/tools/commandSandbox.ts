@@ -49,9 +49,39 @@ const init = [
  * the command started. The spawner must give it fd 3 for the exit status.
  */
 export function isolatedCommand(script: string, { keep, hidden }: { keep: boolean; hidden: readonly string[] }): { file: string; args: string[] } {
-  const ids = [String(process.getuid?.() ?? 0), String(process.getgid?.() ?? 0)];
-  const namespaces = ['--map-root-user', '--mount', '--pid', '--fork', '--mount-proc', '--kill-child=KILL'];
-  return { file: 'setpriv', args: ['--pdeathsig', 'KILL', '--', 'unshare', ...namespaces, '--', '/bin/sh', '-c', init, 'turnloom-command', ...ids, keep ? 'keep' : 'end', script, ...hidden] };
+  return { file: 'setpriv', args: [...namespacesRunning, '/bin/sh', '-c', init, 'turnloom-command', ...ids(), keep ? 'keep' : 'end', script, ...hidden] };
+}
+
+/** `setpriv` and `unshare` up to the program they start: new user, PID and mount namespaces, and death with this process. */
+const namespacesRunning = ['--pdeathsig', 'KILL', '--', 'unshare', '--map-root-user', '--mount', '--pid', '--fork', '--mount-proc', '--kill-child=KILL', '--'];
+const ids = (): string[] => [String(process.getuid?.() ?? 0), String(process.getgid?.() ?? 0)];
+
+/**
+ * The init of a long-lived program's namespaces (an MCP server): it mounts
+ * over the hidden paths, as `init` does, then becomes the program in a user
+ * namespace of its own (so it holds no capability over those mounts) with
+ * standard input and output untouched. The program is PID 1 there: when it
+ * exits, whatever it started dies with it.
+ */
+const programInit = [
+  'uid=$1 gid=$2',
+  'shift 2',
+  'while [ "$1" != -- ]; do',
+  '  if [ -d "$1" ]; then mount -t tmpfs -o ro,size=4k,mode=0555 turnloom-hidden "$1"; else mount --bind /dev/null "$1"; fi || exit 125',
+  '  shift',
+  'done',
+  'shift',
+  'exec unshare --map-user="$uid" --map-group="$gid" -- "$@"',
+].join('\n');
+
+/**
+ * The program and arguments that run `command` with `args` (looked up on the
+ * PATH it is given) isolated as a bash command is: its /proc shows only its
+ * own namespace, so not this process's environment, and it dies with this
+ * process, `kill -9` included. Its exit code is the program's.
+ */
+export function isolatedProgram(command: string, args: readonly string[], hidden: readonly string[]): { file: string; args: string[] } {
+  return { file: 'setpriv', args: [...namespacesRunning, '/bin/sh', '-c', programInit, 'turnloom-program', ...ids(), ...hidden, '--', command, ...args] };
 }
 
 const quoted = (word: string): string => `'${word.replaceAll("'", "'\\''")}'`;

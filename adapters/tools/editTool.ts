@@ -1,6 +1,6 @@
 import { constants } from 'node:fs';
 import { z } from 'zod';
-import { currentText, diffPreview } from './changePreview.ts';
+import { assertUnchanged, currentFile, diffPreview, digestOf } from './changePreview.ts';
 import { openFileToChange, replaceContent } from './fileToChange.ts';
 import { defineTool } from './toolDefinition.ts';
 import { ToolError } from './toolError.ts';
@@ -37,15 +37,17 @@ export const editTool = defineTool({
   subject: ({ path }, workspace) => workspace.subject(path),
   async preview(call, workspace) {
     const file = await workspace.resolveWritable(call.path);
-    const before = await currentText(file);
-    if (before === null) throw new ToolError(`${file.relative} does not exist`);
-    return diffPreview(file.relative, before, edited(before, file.relative, call).text);
+    const before = await currentFile(file);
+    if (before.text === null) throw new ToolError(`${file.relative} does not exist`);
+    return diffPreview(file.relative, before, edited(before.text, file.relative, call).text);
   },
-  async run(call, { workspace, signal }) {
+  async run(call, { workspace, signal, approvedDigest }) {
     const file = await workspace.resolveWritable(call.path);
     const handle = await openFileToChange(workspace, file, constants.O_RDWR);
     try {
-      const { text, count } = edited(await handle.readFile({ encoding: 'utf8', signal }), file.relative, call);
+      const bytes = await handle.readFile({ signal });
+      assertUnchanged(file, approvedDigest, digestOf(bytes));
+      const { text, count } = edited(bytes.toString('utf8'), file.relative, call);
       await replaceContent(handle, text);
       return `replaced ${count} ${count === 1 ? 'occurrence' : 'occurrences'} in ${file.relative}`;
     } finally {

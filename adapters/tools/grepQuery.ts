@@ -1,8 +1,8 @@
-/** One grep, as both searches (ripgrep and the JS one) take it. */
+/** One grep, as the grep tool hands it to ripgrep. */
 export interface GrepQuery {
   pattern: string;
   ignoreCase: boolean;
-  /** Only files matching this glob, tested on their name, or on their path (relative to `real`) when it has a `/`, as ripgrep's `--glob` does. */
+  /** Only files matching this glob (the tools' syntax), tested on their name, or on their path (relative to `real`) when it has a `/`, as ripgrep's `--glob` does; `!` first leaves them out instead. */
   glob: string | null;
   /** The real path of the file or folder to search. */
   real: string;
@@ -24,4 +24,6 @@ export interface GrepFound {
   matches: GrepMatch[];
   /** Whether the search stopped at the limit with matches left. */
   more: boolean;
+  /** A file named outright that matched but is binary (a NUL byte at `offset`), whose lines are not shown; else null. */
+  binary: { offset: number } | null;
 }

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import type { ApprovalPreview, ToolKind, ToolResult, ToolSpec } from '../../domain/index.ts';
 import type { CommandSettings, KeptCommands } from './commandProcess.ts';
+import type { Ripgrep } from './ripgrep.ts';
 import type { Workspace } from './workspacePath.ts';
 
 export const workspaceToolNames = ['read', 'write', 'edit', 'list', 'glob', 'grep', 'bash'] as const;
@@ -13,9 +14,12 @@ export interface ToolContext {
   maxOutputChars: number;
   maxReadBytes: number;
   bashTimeoutMs: number;
-  ripgrep: string | null;
+  /** What glob and grep run; null where there is no `rg`. */
+  ripgrep: Ripgrep | null;
   /** Hears what a command prints, as it prints it. */
   onOutput?: (chunk: string) => void;
+  /** The file's digest in the diff a person allowed the call from (null: nothing to check), as `ToolCall.approvedDigest`. */
+  approvedDigest: string | null;
   /** The turn the call is run for (null: none), to which a kept command belongs. */
   turnId: string | null;
   /** How a command starts now: isolated or not (probed once per process), and which folders it sees hidden. */
@@ -56,7 +60,7 @@ interface ToolDefinition<Schema extends z.ZodType> {
 }
 
 /** `oldText: expected string, received undefined; Unrecognized key: "extra"`, for the model to correct itself from. */
-function describeIssues(error: z.ZodError): string {
+export function describeIssues(error: z.ZodError): string {
   return error.issues
     .map((issue) => {
       const message = issue.message.replace(/^Invalid input: /, '');

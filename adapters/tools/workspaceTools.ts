@@ -8,10 +8,11 @@ import { globTool } from './globTool.ts';
 import { grepTool } from './grepTool.ts';
 import { listTool } from './listTool.ts';
 import { readTool } from './readTool.ts';
-import { findRipgrep } from './ripgrep.ts';
+import { type Ripgrep, findRipgrep, ripgrepFor } from './ripgrep.ts';
 import { scrubbedEnv } from './scrubbedEnv.ts';
 import { type ToolContext, type WorkspaceTool, type WorkspaceToolName, workspaceToolNames } from './toolDefinition.ts';
 import { ToolError } from './toolError.ts';
+import { unparsedArguments } from './unparsedArguments.ts';
 import { Workspace } from './workspacePath.ts';
 import { writeTool } from './writeTool.ts';
 
@@ -28,7 +29,7 @@ export interface WorkspaceToolsOptions {
   readOnlyTimeoutMs?: number;
   /** What commands run with, less its secrets. Default `process.env`. */
   env?: NodeJS.ProcessEnv;
-  /** The `rg` binary; null for the JS grep. Default: `rg` on the PATH, if there. */
+  /** The `rg` glob and grep run; null: none (they then fail saying what to install). Default: the one `@vscode/ripgrep` brings, else `rg` on the PATH of `env`. */
   ripgrep?: string | null;
   /**
    * Run each command in PID and mount namespaces of its own (see
@@ -56,14 +57,6 @@ const tools: Record<WorkspaceToolName, WorkspaceTool> = {
 };
 
 const toolNamed = (name: string): WorkspaceTool | undefined => (Object.hasOwn(tools, name) ? tools[name as WorkspaceToolName] : undefined);
-
-/** Providers hand over arguments that did not parse as `{ invalidJson: text }`. */
-function unparsedArguments(input: unknown): string | null {
-  if (typeof input !== 'object' || input === null) return null;
-  const keys = Object.keys(input);
-  const text = (input as { invalidJson?: unknown }).invalidJson;
-  return keys.length === 1 && typeof text === 'string' ? text : null;
-}
 
 /** A failure in words the model can act on: file system codes become plain sentences about workspace paths. */
 function describeFailure(error: unknown, workspace: Workspace): string {
@@ -104,7 +97,9 @@ const duration = (ms: number): string => (ms < 1_000 ? `${ms} ms` : `${ms / 1_00
  */
 export class WorkspaceTools implements ToolExecutor {
   private readonly workspace: Workspace;
-  private readonly limits: Omit<ToolContext, 'workspace' | 'signal' | 'turnId'>;
+  private readonly limits: Omit<ToolContext, 'workspace' | 'signal' | 'turnId' | 'ripgrep' | 'approvedDigest'>;
+  /** Looked for once, when made (it never rejects). */
+  private readonly ripgrep: Promise<Ripgrep | null>;
   private readonly readOnlyTimeoutMs: number;
   private readonly isolate: boolean;
   private readonly kept = new KeptCommands();
@@ -118,7 +113,6 @@ export class WorkspaceTools implements ToolExecutor {
       maxOutputChars: Math.max(1, options.maxOutputChars ?? 30_000),
       maxReadBytes: Math.max(1, options.maxReadBytes ?? 256 * 1024),
       bashTimeoutMs: options.bashTimeoutMs ?? 120_000,
-      ripgrep: options.ripgrep === undefined ? findRipgrep(env.PATH) : options.ripgrep,
       commandSettings: async (): Promise<CommandSettings> => {
         const cwd = this.workspace.realRoot;
         const { isolated } = await this.isolation();
@@ -126,6 +120,8 @@ export class WorkspaceTools implements ToolExecutor {
       },
       kept: this.kept,
     };
+    const rg = options.ripgrep === undefined ? findRipgrep(env.PATH) : Promise.resolve(options.ripgrep);
+    this.ripgrep = rg.then((found) => (found === null ? null : ripgrepFor(found, env)));
     this.readOnlyTimeoutMs = Math.max(1, options.readOnlyTimeoutMs ?? 60_000);
   }
 
@@ -178,7 +174,8 @@ export class WorkspaceTools implements ToolExecutor {
     try {
       const prepared = tool.prepare(call.input, this.workspace);
       if (!prepared.ok) return failed(`invalid input for ${call.name}: ${prepared.problems}`);
-      const running = prepared.run({ ...this.limits, workspace: this.workspace, signal: callSignal, turnId: turnId ?? null, ...(onOutput ? { onOutput } : {}) });
+      const ripgrep = await this.ripgrep;
+      const running = prepared.run({ ...this.limits, ripgrep, workspace: this.workspace, signal: callSignal, turnId: turnId ?? null, approvedDigest: call.approvedDigest ?? null, ...(onOutput ? { onOutput } : {}) });
       const result = await (deadline === null ? running : endingOn(running, callSignal));
       const { output, isError } = typeof result === 'string' ? { output: result, isError: false } : result;
       return { output: capOutput(output, this.limits.maxOutputChars), isError };

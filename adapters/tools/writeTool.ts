@@ -1,6 +1,6 @@
 import { constants } from 'node:fs';
 import { z } from 'zod';
-import { currentText, diffPreview } from './changePreview.ts';
+import { assertUnchanged, currentDigest, currentFile, diffPreview } from './changePreview.ts';
 import { openFileToChange, replaceContent } from './fileToChange.ts';
 import { defineTool } from './toolDefinition.ts';
 
@@ -19,10 +19,12 @@ export const writeTool = defineTool({
   subject: ({ path: file }, workspace) => workspace.subject(file),
   async preview({ path: file, content }, workspace) {
     const target = await workspace.resolveWritable(file);
-    return diffPreview(target.relative, await currentText(target), content);
+    return diffPreview(target.relative, await currentFile(target), content);
   },
-  async run({ path: file, content }, { workspace }) {
+  async run({ path: file, content }, { workspace, approvedDigest }) {
     const target = await workspace.resolveWritable(file);
+    // Read before the open, which would make a file that was absent.
+    if (approvedDigest !== null) assertUnchanged(target, approvedDigest, await currentDigest(target));
     const handle = await openFileToChange(workspace, target, constants.O_WRONLY | constants.O_CREAT);
     try {
       await replaceContent(handle, content);

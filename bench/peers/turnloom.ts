@@ -40,6 +40,7 @@ const workloadTools = (workload: WorkloadOptions): ToolExecutor => ({
   execute: async (call) => (call.name === TOOL_NAME ? { output: await workload.tool(), isError: false } : { output: `no tool ${call.name}`, isError: true }),
 });
 
+/** The characters streamed, every step's (the settled `text` puts a blank line between two steps). */
 const answerText = (turn: TurnView) =>
   turn.messages[1].parts
     .filter((part) => part.kind === 'text')
@@ -66,7 +67,7 @@ export const turnloom: Contender = {
       async turn(thread) {
         const handle = await client.startTurn({ threadId: thread, text: USER_TEXT });
         const settled = await handle.done;
-        checkAnswer('turnloom', settled.text.length, settled.state);
+        checkAnswer('turnloom', answerText(settled.turn).length, settled.state);
       },
       async recover(thread): Promise<Recovery> {
         // What the killed process had made durable, before repair writes anything.

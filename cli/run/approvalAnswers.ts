@@ -95,6 +95,9 @@ export function lineSource(input: NodeJS.ReadableStream, output: NodeJS.Writable
   };
 }
 
+/** How much of a call an approval shows on its line: enough of an MCP tool's arguments to judge it, not a screenful. */
+const approvalLabelChars = 300;
+
 /**
  * The answer to one approval. `auto` and `deny` answer at once, saying so;
  * `ask` asks: y (once), a (always: a rule for this thread), n (deny, with a
@@ -103,7 +106,8 @@ export function lineSource(input: NodeJS.ReadableStream, output: NodeJS.Writable
 export async function answerApproval(policy: ApprovalPolicy, approval: ApprovalView, lines: () => LineSource, say: (line: string) => void): Promise<ApprovalAnswer> {
   // No rule vouches for a call that outlives itself: the person answering is told it does.
   const keeps = (approval.input as { keepRunning?: unknown } | null)?.keepRunning === true;
-  const what = `${toolLabel(approval.toolName, approval.input)}${keeps ? ' (keeps running until the turn ends)' : ''}`;
+  // Longer than a progress line: the person decides on what it shows.
+  const what = `${toolLabel(approval.toolName, approval.input, approvalLabelChars)}${keeps ? ' (keeps running until the turn ends)' : ''}`;
   if (policy === 'auto') {
     say(`✔ allowed ${what} (--approve auto)`);
     return { decision: 'once', note: null };

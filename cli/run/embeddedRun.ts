@@ -47,6 +47,8 @@ export interface RunRequest {
   /** Where approvals are asked (and lines typed); also where notes go. */
   input: NodeJS.ReadableStream;
   prompts: NodeJS.WritableStream;
+  /** Seconds after which the turn is interrupted and the run ends (`RunReport.timedOut`); none: no limit. */
+  timeoutSeconds?: number;
   /** Called once the engine and worker are up (the data folder is open), before the turn starts. */
   onStarted?: () => void;
   /** Called with the thread as soon as it is known (created or found), so a run stopped at any moment can be continued, and the permission mode in force on it. */
@@ -75,6 +77,8 @@ export interface RunReport {
   events: number;
   /** Why the turn failed, when it did: the provider's or the tool's own words, with what to do about it when that is known. */
   failure: RunFailure | null;
+  /** Whether `timeoutSeconds` ran out (the turn was interrupted for it). */
+  timedOut: boolean;
 }
 
 /** A failed turn's reason, from the error activity its worker recorded. */
@@ -103,12 +107,18 @@ export async function runEmbedded(request: RunRequest): Promise<RunReport> {
   const { workspace } = request;
   const configured = await configuredWorker(request.config ?? {}, workspace.workspace, workspace.tools);
   for (const note of configured.notes) request.onNote?.(note.trim());
+  // Only this run's thread and its sub-agents' are taken: a turn another stopped run left open on another thread is for that thread's run, and waiting on it would hold this one's exit.
+  let ours: string | null = null;
+  const drives = (threadId: string): boolean => {
+    for (let id: string | undefined = threadId; id !== undefined; id = server.engine.summary(id)?.parentThreadId ?? undefined) if (id === ours) return true;
+    return false;
+  };
   const server = await startTurnloomServer({
     bus: hub.connect(),
     store,
     providers: request.providers,
     defaultProvider: request.provider,
-    localWorker: { workspace: workspace.workspace, ...configured.options, checkpoints: workspace.checkpoints },
+    localWorker: { takes: (threadId) => ours !== null && drives(threadId), workspace: workspace.workspace, ...configured.options, checkpoints: workspace.checkpoints },
     runner: { compaction: { ...request.compaction, ...(request.contextWindow ? { contextWindow: request.contextWindow } : {}) } },
   }).catch(async (error: unknown) => {
     await store.close().catch(() => undefined);
@@ -121,6 +131,7 @@ export async function runEmbedded(request: RunRequest): Promise<RunReport> {
   let lines = null as LineSource | null;
   try {
     const threadId = await threadToRun(request, store, server, client);
+    ours = threadId;
     const watch = await client.watchThread(threadId, { via: 'subjects' });
     request.onThread?.(threadId, request.mode ?? watch.context.view!.permissions.mode);
     const view = request.view ? new TerminalView(request.view.out, request.view) : null;
@@ -163,9 +174,15 @@ export async function runEmbedded(request: RunRequest): Promise<RunReport> {
 
     let interrupts = 0;
     let stopReason = 'interrupted with Ctrl-C';
+    // Once stopped, the run does not wait for side work after its turn settled: it ends with that turn's result.
+    let stopped = () => {};
+    const stopping = new Promise<void>((resolve) => (stopped = resolve));
     const stopOpenTurn = () => {
       const open = openTurn() ?? turnId;
-      client.call('turn.interrupt', { threadId, turnId: open, reason: stopReason }).catch((error: unknown) => say(`could not interrupt: ${(error as Error).message}`));
+      client.call('turn.interrupt', { threadId, turnId: open, reason: stopReason }).catch((error: unknown) => {
+        // Settled before the interrupt reached it: nothing is left to stop, the turn's own result is the run's.
+        if (!settledStates.includes(watch.context.view?.turns[open]?.state ?? '')) say(`could not interrupt: ${(error as Error).message}`);
+      });
     };
     const interrupt = (signal: NodeJS.Signals = 'SIGINT') => {
       interrupts += 1;
@@ -176,10 +193,29 @@ export async function runEmbedded(request: RunRequest): Promise<RunReport> {
       }
       stopReason = signal === 'SIGINT' ? 'interrupted with Ctrl-C' : `the run got ${signal}`;
       say(`interrupting… (${signal === 'SIGINT' ? 'Ctrl-C' : signal} again to quit at once)`);
+      stopped();
       stopOpenTurn();
     };
     const stopSignals = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
     for (const signal of stopSignals) process.on(signal, interrupt);
+    // A CI job must never hang on a run: past the limit the turn is interrupted, and past the grace the run leaves at once.
+    let timedOut = false;
+    const { timeoutSeconds } = request;
+    const limit =
+      timeoutSeconds === undefined
+        ? undefined
+        : setTimeout(() => {
+            timedOut = true;
+            interrupts += 1;
+            stopReason = `timed out after ${timeoutSeconds} s`;
+            stopped();
+            stopOpenTurn();
+            setTimeout(() => {
+              temporary?.remove();
+              request.prompts.write(`turnloom: timed out after ${timeoutSeconds} s; the turn did not stop within ${TIMEOUT_GRACE_MS / 1000} s, so the run left at once\n`);
+              process.exit(124);
+            }, TIMEOUT_GRACE_MS).unref();
+          }, timeoutSeconds * 1000);
     const readLines = () => (lines ??= lineSource(request.input, request.prompts, interrupt, typing ? prompt : undefined, typing ? (view ?? undefined) : undefined));
     if (typing) {
       readLines();
@@ -216,13 +252,14 @@ export async function runEmbedded(request: RunRequest): Promise<RunReport> {
       }
       view?.close();
       // The title and the turn's summary come after it settled, from the worker's side work: waited for, briefly.
-      await server.worker?.idle(SIDE_WORK_WAIT_MS);
+      await Promise.race([server.worker?.idle(SIDE_WORK_WAIT_MS), stopping]);
       await watch.reach(server.engine.summary(threadId)!.seq);
-      const report = reportOf(watch.context.view!, turnId);
+      const report = { ...reportOf(watch.context.view!, turnId), timedOut };
       offLive();
       watch.close();
       return report;
     } finally {
+      clearTimeout(limit);
       for (const signal of stopSignals) process.off(signal, interrupt);
     }
   } finally {
@@ -243,6 +280,9 @@ export async function runEmbedded(request: RunRequest): Promise<RunReport> {
  */
 const SIDE_WORK_WAIT_MS = 1_500;
 
+/** How long a run that timed out waits for its interrupted turn to settle before it leaves at once. */
+const TIMEOUT_GRACE_MS = 10_000;
+
 /** How often the approvals of a turn's sub-agents are looked for while one runs. */
 const CHILD_APPROVALS_MS = 250;
 
@@ -259,7 +299,7 @@ function follow(
   view: TerminalView | null,
   answer: (approval: PendingApproval) => Promise<void>,
 ): Promise<void> {
-  const progress = new TurnProgress(turnId);
+  const progress = new TurnProgress(turnId, watch.threadId);
   return new Promise<void>((resolve, reject) => {
     let answering = Promise.resolve();
     const asked = new Set<string>();
@@ -355,10 +395,12 @@ function failureOf(turn: TurnView): RunFailure | null {
   if (info && typeof info.kind === 'string' && typeof info.message === 'string') {
     return { kind: info.kind, message: info.message, status: typeof info.status === 'number' ? info.status : null, provider: turn.provider.name };
   }
-  return { kind: 'error', message: activity?.message ?? turn.error ?? 'the turn failed', status: null, provider: turn.provider.name };
+  // Not the provider's: the error's own code says what kind (printing "error: error: …" said nothing).
+  const code = activity?.data.code;
+  return { kind: typeof code === 'string' ? code : 'internal', message: activity?.message ?? turn.error ?? 'the turn failed', status: null, provider: turn.provider.name };
 }
 
-function reportOf(thread: ThreadView, turnId: string): RunReport {
+function reportOf(thread: ThreadView, turnId: string): Omit<RunReport, 'timedOut'> {
   const turn = thread.turns[turnId]!;
   const parts = turn.messages[1].parts;
   return {

@@ -50,7 +50,7 @@ export function mountOverview(root, nav) {
       threadList, threadsEmpty,
       h('div', { class: 'more-row' }, more)),
     h('div', { class: 'side' },
-      h('section', { class: 'panel' }, h('h2', {}, 'Pending approvals', approvalCount), approvalList, approvalsEmpty),
+      h('section', { class: 'panel approvals-panel' }, h('h2', {}, 'Pending approvals', approvalCount), approvalList, approvalsEmpty),
       h('section', { class: 'panel' }, h('h2', {}, 'Workers', workerCount), workerList, workersEmpty))));
   setBus(null);
   setStatus('polling', 'the overview asks the relay every 2 s');

@@ -86,8 +86,8 @@ export function mountThread(root, threadId, nav) {
       subagents.element,
       chartColumn),
     h('div', { class: 'side' },
-      h('section', { class: 'panel' }, h('h2', {}, 'Actors'), actorList),
-      h('section', { class: 'panel' }, h('h2', {}, 'Pending approvals', approvalCount), approvalList, approvalsEmpty),
+      h('section', { class: 'panel actors-panel' }, h('h2', {}, 'Actors'), actorList),
+      h('section', { class: 'panel approvals-panel' }, h('h2', {}, 'Pending approvals', approvalCount), approvalList, approvalsEmpty),
       liveText.element,
       composer?.element,
       timeline.element)));

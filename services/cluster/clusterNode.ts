@@ -225,11 +225,11 @@ export class ClusterNode implements Placement {
   }
 
   /**
-   * Takes the threads whose owner is gone (those of the directory, and the
-   * open turns and reverts of the copy that no live engine owns), each by
-   * the live engine rendezvous hashing prefers, settles the threads still
-   * in its own name that it does not hold, and lets go of threads this
-   * engine owns that went idle.
+   * Takes the threads whose owner is gone and that have something open (an
+   * open turn or revert in the copy), each by the live engine rendezvous
+   * hashing prefers, which also clears a dead owner's idle ones; settles
+   * the threads still in its own name that it does not hold, and lets go of
+   * threads this engine owns that went idle.
    */
   private sweep(): void {
     if (this.sweeping || this.stopped || !this.parts) return;
@@ -245,11 +245,16 @@ export class ClusterNode implements Placement {
     const engine = this.parts!.engine;
     const live = this.membership.live();
     if (!live.includes(this.engineId)) return;
-    const orphans = new Map<string, string | undefined>();
-    for (const { threadId, owner } of this.ownership.directory()) {
-      if (owner !== this.engineId && !this.membership.isLive(owner)) orphans.set(threadId, owner);
-    }
     const open = new Set([...engine.listOpenTurns(), ...engine.listOpenReverts()].map(({ threadId }) => threadId));
+    const orphans = new Map<string, string | undefined>();
+    // A dead owner's idle thread is not taken (a take costs two KV writes, a read of its log and a mark): its key goes,
+    // and whichever engine needs it next takes it on first use. One that turns out open once the copy catches up is taken below.
+    const idle: Array<[string, string]> = [];
+    for (const { threadId, owner } of this.ownership.directory()) {
+      if (owner === this.engineId || this.membership.isLive(owner)) continue;
+      if (open.has(threadId)) orphans.set(threadId, owner);
+      else if (preferredEngine(threadId, live) === this.engineId) idle.push([threadId, owner]);
+    }
     for (const threadId of open) {
       if (!this.ownership.holds(threadId) && this.liveOwnerOf(threadId) === null && !orphans.has(threadId)) orphans.set(threadId, this.ownership.ownerOf(threadId) ?? undefined);
     }
@@ -264,6 +269,10 @@ export class ClusterNode implements Placement {
       }
     };
     await Promise.all(Array.from({ length: TAKE_LANES }, lane));
+    for (const [threadId, gone] of idle) {
+      if (this.stopped) return;
+      await this.ownership.clear(threadId, gone).catch((error: unknown) => this.log.warn({ threadId, error: String(error) }, 'could not clear a dead owner’s key'));
+    }
     for (const threadId of strays) {
       if (this.stopped) return;
       if (!open.has(threadId)) await this.ownership.forsake(threadId).catch((error: unknown) => this.log.warn({ threadId, error: String(error) }, 'could not let go of a thread'));

@@ -10,6 +10,9 @@ const MAX_IN_FLIGHT = 1_024;
 /** How often the position reached is written down (a restart reads again from there; taking a message in twice is harmless). */
 const MARK_EVERY_MS = 250;
 
+/** The waits before following the stream again after a failure, growing while it keeps failing where it failed before. */
+const REFOLLOW_MS = [250, 500, 1_000, 2_000] as const;
+
 /**
  * Keeps this engine's folder a copy of every thread's log: it follows the
  * shared stream from where the folder's copy ends, in stream order, and has
@@ -78,7 +81,10 @@ export class LogTailer {
   }
 
   private async follow(): Promise<void> {
+    // Each follow is a consumer of the stream: a message that keeps failing must not make a new one every 250 ms.
+    let failures = 0;
     while (!this.stopped) {
+      const from = this.reached;
       try {
         this.read = this.reached;
         this.failedAt = Number.POSITIVE_INFINITY;
@@ -104,7 +110,8 @@ export class LogTailer {
       }
       // What is still being taken in finishes before following again, from the first message not taken in.
       while (this.pending.size > 0) await sleep(10);
-      if (!this.stopped) await sleep(250);
+      failures = this.reached > from ? 0 : failures + 1;
+      if (!this.stopped) await sleep(REFOLLOW_MS[Math.min(failures, REFOLLOW_MS.length - 1)]);
     }
   }
 

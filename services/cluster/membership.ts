@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { CasBucket } from '../../adapters/jetstream/index.ts';
 import { type Logger, TurnloomError } from '../../domain/index.ts';
 
@@ -10,6 +11,12 @@ export interface MembershipOptions {
   log: Logger;
 }
 
+/** A clock that never jumps: leases and silences are measured on it, never on the wall clock. */
+const monotonic = (): number => performance.now();
+
+/** The first wait before following the bucket again after its watch ended; it doubles up to the last. */
+const REWATCH_MS = [250, 500, 1_000, 2_000, 5_000] as const;
+
 /**
  * Which engines of the cluster are alive: each keeps a key of its own in a
  * bucket whose TTL makes a key its engine stopped renewing lapse (nats-server
@@ -17,15 +24,26 @@ export interface MembershipOptions {
  * lapsed, or that could not renew it for a TTL (it was paused, or cut off),
  * is told to let go of every thread before it counts itself in again: the
  * others may have taken them meanwhile.
+ *
+ * The others are followed through one watch of the bucket, not by listing
+ * its keys (each listing is a JetStream consumer of its own: three idle
+ * engines made some 360 a minute). nats-server 2.9 says nothing when a key
+ * lapses, so a member is gone once the watch has brought a TTL's worth of
+ * this engine's own renewals and none of its: measured on what the watch
+ * delivers, a watch that falls behind never makes the others look dead.
  */
 export class Membership {
   private revision: number | null = null;
+  /** When the renewal that holds now was sent (monotonic). */
   private renewedAt = 0;
   private members: string[] = [];
+  /** When the watch last brought each engine's write (monotonic). */
+  private readonly seen = new Map<string, number>();
+  private watcher: { stop(): void; done: Promise<void> } | undefined;
+  private rewatches = 0;
   private renewer: NodeJS.Timeout | undefined;
-  private poller: NodeJS.Timeout | undefined;
+  private checker: NodeJS.Timeout | undefined;
   private renewing = false;
-  private polling = false;
   private stopped = false;
   private readonly listeners = new Set<() => void>();
 
@@ -46,9 +64,13 @@ export class Membership {
 
   async start(): Promise<this> {
     await this.join();
-    await this.refresh();
+    await this.follow();
+    // The watch brings what changes from now on; the members there already are listed once.
+    const now = monotonic();
+    for (const key of await this.bucket.keys()) if (!this.seen.has(key)) this.seen.set(key, now);
+    this.check();
     this.renewer = setInterval(() => void this.renew(), Math.max(50, Math.floor(this.options.ttlMs / 3)));
-    this.poller = setInterval(() => void this.poll(), Math.max(50, Math.floor(this.options.ttlMs / 6)));
+    this.checker = setInterval(() => this.check(), Math.max(50, Math.floor(this.options.ttlMs / 6)));
     return this;
   }
 
@@ -70,7 +92,7 @@ export class Membership {
 
   /** Whether this engine's key was renewed within its TTL: past it, the others may count it gone. */
   private holds(): boolean {
-    return this.revision !== null && Date.now() - this.renewedAt < this.options.ttlMs;
+    return this.revision !== null && monotonic() - this.renewedAt < this.options.ttlMs;
   }
 
   private value(): string {
@@ -78,6 +100,7 @@ export class Membership {
   }
 
   private async join(): Promise<void> {
+    const sentAt = monotonic();
     const created = await this.bucket.create(this.options.engineId, this.value());
     if (created !== null) {
       this.revision = created;
@@ -87,7 +110,7 @@ export class Membership {
       this.revision = seen ? await this.bucket.update(this.options.engineId, this.value(), seen.revision) : await this.bucket.create(this.options.engineId, this.value());
     }
     if (this.revision === null) throw new TurnloomError('unavailable', `engine ${this.options.engineId} could not write its membership key`);
-    this.renewedAt = Date.now();
+    this.renewedAt = sentAt;
   }
 
   private async renew(): Promise<void> {
@@ -95,14 +118,16 @@ export class Membership {
     this.renewing = true;
     try {
       // Silent past its TTL (paused, or cut off): the others may have counted it gone, whatever the key says now.
-      const stale = Date.now() - this.renewedAt >= this.options.ttlMs;
+      const sentAt = monotonic();
+      const stale = sentAt - this.renewedAt >= this.options.ttlMs;
       const revision = stale || this.revision === null ? null : await this.bucket.update(this.options.engineId, this.value(), this.revision);
       if (revision !== null) {
         this.revision = revision;
-        this.renewedAt = Date.now();
+        // The key's TTL runs from when the server wrote it, which is after this was sent: the lease is counted from the send.
+        this.renewedAt = sentAt;
         return;
       }
-      if (this.revision !== null) this.options.log.warn({ engineId: this.options.engineId, silentMs: Date.now() - this.renewedAt }, 'membership lapsed: letting go of every thread');
+      if (this.revision !== null) this.options.log.warn({ engineId: this.options.engineId, silentMs: Math.round(monotonic() - this.renewedAt) }, 'membership lapsed: letting go of every thread');
       this.revision = null;
       this.onLapsed();
       await this.join();
@@ -113,20 +138,40 @@ export class Membership {
     }
   }
 
-  private async poll(): Promise<void> {
-    if (this.stopped || this.polling) return;
-    this.polling = true;
-    try {
-      await this.refresh();
-    } catch (error) {
-      this.options.log.debug({ error: error instanceof Error ? error.message : String(error) }, 'could not list members');
-    } finally {
-      this.polling = false;
+  /** One watch of the bucket for as long as the engine runs: followed again, after a growing wait, whenever it ends. */
+  private async follow(): Promise<void> {
+    const watcher = await this.bucket.watch((key, entry) => {
+      this.rewatches = 0;
+      if (entry) this.seen.set(key, monotonic());
+      else this.seen.delete(key);
+      this.check();
+    });
+    this.watcher = watcher;
+    void watcher.done
+      .catch((error: unknown) => this.options.log.debug({ error: error instanceof Error ? error.message : String(error) }, 'the membership watch ended'))
+      .then(() => this.rewatch());
+  }
+
+  private async rewatch(): Promise<void> {
+    while (!this.stopped) {
+      await sleep(REWATCH_MS[Math.min(this.rewatches++, REWATCH_MS.length - 1)]);
+      if (this.stopped) return;
+      try {
+        await this.follow();
+        return;
+      } catch (error) {
+        this.options.log.debug({ error: error instanceof Error ? error.message : String(error) }, 'could not watch the members');
+      }
     }
   }
 
-  private async refresh(): Promise<void> {
-    const members = (await this.bucket.keys()).sort();
+  /** The members as the watch shows them: gone once its own key came back a TTL later than theirs, or deleted. */
+  private check(): void {
+    const reference = this.seen.get(this.options.engineId) ?? monotonic();
+    const members = [...this.seen]
+      .filter(([engineId, at]) => engineId === this.options.engineId || reference - at < this.options.ttlMs)
+      .map(([engineId]) => engineId)
+      .sort();
     const changed = members.join(',') !== this.members.join(',');
     this.members = members;
     if (changed) for (const listener of this.listeners) listener();
@@ -135,7 +180,8 @@ export class Membership {
   async stop(): Promise<void> {
     this.stopped = true;
     clearInterval(this.renewer);
-    clearInterval(this.poller);
+    clearInterval(this.checker);
+    this.watcher?.stop();
     if (this.revision !== null) await this.bucket.delete(this.options.engineId, this.revision).catch(() => false);
     this.revision = null;
   }

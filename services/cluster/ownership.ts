@@ -98,6 +98,12 @@ export class Ownership {
     if (entry && this.isStray(threadId)) await this.bucket.delete(threadId, entry.revision);
   }
 
+  /** Deletes the key of a thread whose owner `gone` is dead, if the directory still names it: the next engine to need the thread takes it. */
+  async clear(threadId: string, gone: string): Promise<void> {
+    const entry = this.owners.get(threadId);
+    if (entry?.value === gone) await this.bucket.delete(threadId, entry.revision);
+  }
+
   /**
    * Takes the thread if nobody owns it or its owner is gone (not alive, or
    * `gone`: an engine known not to answer); `false` when a live engine owns

@@ -91,14 +91,45 @@ export const agentConfigSchema = z
 const timeoutMs = z.number().int().min(100).max(3_600_000).optional().describe('How long a call to the server may take, in milliseconds').meta({ default: 60_000 });
 const enabled = z.boolean().optional().describe('`false` keeps the server configured but not started').meta({ default: true });
 
+const serverUrl = z.url({ protocol: /^https?$/, error: 'must be an http:// or https:// URL' }).describe('The server’s HTTP endpoint');
+const headers = z.record(z.string().regex(/^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,128}$/, 'must be an HTTP header name'), expandable).optional().describe('Headers sent with every request; `${VAR}` in a value is taken from turnloom’s environment');
+const serverEnv = z.record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'must be an environment variable name'), expandable).optional().describe('Its environment beyond PATH, HOME and the locale; `${VAR}` in a value is taken from turnloom’s environment');
+
+/**
+ * One server as Claude Desktop, Cursor and Claude Code write it under
+ * `mcpServers`: `type` says which (`stdio` when left out and `command` is
+ * given). It is mapped onto the `mcp` shape when the file is read.
+ */
+export const mcpServersEntrySchema = z
+  .object({
+    type: z.enum(['stdio', 'http', 'sse']).optional().describe('`stdio` (a process), `http` (Streamable HTTP) or `sse` (HTTP+SSE)').meta({ defaultText: 'stdio with `command`, http with `url`' }),
+    command: z.string().min(1).max(4_096).optional().describe('The program that serves MCP on its standard input and output'),
+    args: z.array(z.string().max(8_192)).max(200).optional().describe('Its arguments'),
+    env: serverEnv,
+    cwd: z.string().min(1).max(4_096).optional().describe('The folder it runs in (default: a folder of its own, outside the workspace)'),
+    url: serverUrl.optional(),
+    headers,
+    timeoutMs,
+    enabled,
+  })
+  .strict()
+  .superRefine((entry, context) => {
+    const type = entry.type ?? (entry.url !== undefined && entry.command === undefined ? 'http' : 'stdio');
+    const stray = type === 'stdio' ? (['url', 'headers'] as const).find((key) => entry[key] !== undefined) : (['command', 'args', 'env', 'cwd'] as const).find((key) => entry[key] !== undefined);
+    if (type === 'stdio' && entry.command === undefined) context.addIssue({ code: 'custom', path: ['command'], message: 'a stdio server needs `command` (or give `url` and `type: "http"`)' });
+    else if (type !== 'stdio' && entry.url === undefined) context.addIssue({ code: 'custom', path: ['url'], message: `a server of type "${type}" needs \`url\`` });
+    else if (stray !== undefined) context.addIssue({ code: 'custom', path: [stray], message: `a ${type} server takes no \`${stray}\`` });
+  })
+  .describe('One MCP server in the `mcpServers` shape of Claude Desktop, Cursor and Claude Code');
+
 export const mcpServerSchema = z
   .union([
     z
       .object({
         command: z.string().min(1).max(4_096).describe('The program that serves MCP on its standard input and output'),
         args: z.array(z.string().max(8_192)).max(200).optional().describe('Its arguments'),
-        env: z.record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'must be an environment variable name'), expandable).optional().describe('Variables added to its environment; `${VAR}` in a value is taken from turnloom’s environment'),
-        cwd: z.string().min(1).max(4_096).optional().describe('The folder it runs in (default: the workspace)'),
+        env: serverEnv,
+        cwd: z.string().min(1).max(4_096).optional().describe('The folder it runs in, relative to the workspace (default: a folder of its own, outside the workspace); user file only'),
         timeoutMs,
         enabled,
       })
@@ -106,8 +137,9 @@ export const mcpServerSchema = z
       .describe('A server started as a process (stdio)'),
     z
       .object({
-        url: z.url({ protocol: /^https?$/, error: 'must be an http:// or https:// URL' }).describe('The server’s streamable HTTP endpoint'),
-        headers: z.record(z.string().regex(/^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,128}$/, 'must be an HTTP header name'), expandable).optional().describe('Headers sent with every request; `${VAR}` in a value is taken from turnloom’s environment'),
+        url: serverUrl,
+        headers,
+        transport: z.enum(['streamable-http', 'sse']).optional().describe('How it speaks over HTTP: Streamable HTTP, or the older HTTP+SSE').meta({ default: 'streamable-http' }),
         timeoutMs,
         enabled,
       })
@@ -145,7 +177,15 @@ export const configSchema = z
       .strict()
       .optional()
       .describe('What new threads let their agent do without asking; the project file may not set `mode` nor add `allow` rules'),
-    mcp: z.record(z.string().regex(namePattern, nameRule), mcpServerSchema).optional().describe('MCP tool servers by name'),
+    mcp: z.record(z.string().regex(namePattern, nameRule), mcpServerSchema).optional().describe('MCP tool servers by name; in the project file, servers offered: each starts once the person allows it'),
+    mcpServers: z
+      .record(z.string().regex(namePattern, nameRule), mcpServersEntrySchema)
+      .optional()
+      .describe('MCP tool servers in the shape Claude Desktop, Cursor and Claude Code write; a name may not be under both `mcp` and `mcpServers`'),
+    mcpAllowed: z
+      .record(z.string().regex(namePattern, nameRule), z.string().regex(/^[0-9a-f]{64}$/, 'must be a SHA-256 in hex'))
+      .optional()
+      .describe('Project MCP servers the person allowed: the server’s name and the SHA-256 of the spec allowed (a changed spec asks again); written by `turnloom mcp allow`; user file only'),
     contextWindow: contextWindow.optional().describe('The model’s context window in tokens, when the known one is wrong or unknown').meta({ defaultText: 'the model’s, if known' }),
     compaction: compactionConfigSchema.optional(),
   })
@@ -156,3 +196,4 @@ export type TurnloomConfig = z.infer<typeof configSchema>;
 export type ProviderConfig = z.infer<typeof providerConfigSchema>;
 export type AgentConfig = z.infer<typeof agentConfigSchema>;
 export type McpServerConfig = z.infer<typeof mcpServerSchema>;
+export type McpServersEntry = z.infer<typeof mcpServersEntrySchema>;

@@ -1,7 +1,11 @@
 export { configSchema, providerKinds, builtInProviders, builtInAgents } from './configSchema.ts';
-export type { TurnloomConfig, ProviderConfig, ProviderKind, AgentConfig, McpServerConfig } from './configSchema.ts';
-export { loadConfig, userConfigPath, projectConfigPath, PROJECT_CONFIG_FILE } from './loadConfig.ts';
-export type { LoadConfigOptions, LoadedConfig } from './loadConfig.ts';
+export type { TurnloomConfig, ProviderConfig, ProviderKind, AgentConfig, McpServerConfig, McpServersEntry } from './configSchema.ts';
+export { mcpServersEntrySchema } from './configSchema.ts';
+export { jsonErrorPosition, loadConfig, userConfigPath, projectConfigPath, PROJECT_CONFIG_FILE, PROJECT_MCP_FILE } from './loadConfig.ts';
+export type { LoadConfigOptions, LoadedConfig, OfferedMcpServer } from './loadConfig.ts';
+export { mcpSpecDigest, fromMcpServersEntry } from './mcpServersShape.ts';
+export { expandVariables, MissingVariable } from './expandVariables.ts';
 export { mergeConfigs } from './mergeConfigs.ts';
 export { projectFileRefusal } from './projectFileLimits.ts';
 export { renderConfigReference, renderConfigJsonSchema } from './renderConfigReference.ts';
+export { configIssueLine } from './configIssues.ts';

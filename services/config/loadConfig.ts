@@ -4,9 +4,11 @@ import { isAbsolute, join } from 'node:path';
 import { TurnloomError } from '../../domain/index.ts';
 import { configIssueLine } from './configIssues.ts';
 import { configReferenceProblem } from './configReferences.ts';
-import { configSchema, type TurnloomConfig } from './configSchema.ts';
+import { z } from 'zod';
+import { type McpServerConfig, configSchema, mcpServersEntrySchema, type TurnloomConfig } from './configSchema.ts';
 import { MissingVariable, expandVariables } from './expandVariables.ts';
 import { jsonErrorOffset } from './jsonErrorOffset.ts';
+import { McpShapeProblem, mcpSpecDigest, withMcpServers } from './mcpServersShape.ts';
 import { mergeConfigs } from './mergeConfigs.ts';
 import { projectFileRefusal } from './projectFileLimits.ts';
 
@@ -30,6 +32,24 @@ export interface LoadConfigOptions {
   userFile?: string;
 }
 
+/** The project's file of MCP servers, at the workspace root, as Claude Code writes it. */
+export const PROJECT_MCP_FILE = '.mcp.json';
+
+const mcpFileSchema = z.object({ mcpServers: z.record(z.string().regex(/^[A-Za-z0-9_-]{1,32}$/, 'must be 1 to 32 letters, digits, "_" or "-"'), mcpServersEntrySchema) });
+
+/** An MCP server a project asks for: started only once the person allows it (`mcpAllowed` in the user file). */
+export interface OfferedMcpServer {
+  name: string;
+  /** The project file that names it. */
+  file: string;
+  /** As the file says it, `${VAR}`s unexpanded. */
+  spec: McpServerConfig;
+  /** The SHA-256 of `spec`, which an allowance names. */
+  digest: string;
+  /** Why it is not offered at all, or `null`. */
+  refused: string | null;
+}
+
 export interface LoadedConfig {
   /** The user file and the project file merged; `{}` when there is neither. */
   config: TurnloomConfig;
@@ -37,9 +57,27 @@ export interface LoadedConfig {
   files: string[];
   /** Values a `${VAR}` was expanded into: for whoever keeps secrets out of logs. */
   expanded: string[];
+  /** The MCP servers the project asks for (its turnloom.json's and .mcp.json's): not in `config`, never started unasked. */
+  offered: OfferedMcpServer[];
 }
 
 const invalid = (file: string, message: string) => new TurnloomError('invalid_payload', `${file}: ${message}`, { file });
+
+/** Where JSON text stops being JSON, as `line L column C`: what an error may say of a file without quoting it. */
+export function jsonErrorPosition(text: string): string {
+  return lineAndColumn(text, jsonErrorOffset(text) ?? text.length);
+}
+
+/** The file's JSON; where it is not JSON, an error that says only where (the parser's message may quote a secret near the mistake). */
+function parsedJson(file: string, text: string, whenEmpty?: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    const offset = jsonErrorOffset(text) ?? text.length;
+    const where = whenEmpty !== undefined && text.trim() === '' ? ` (${whenEmpty})` : offset >= text.length ? ' (it ends too soon)' : ` at ${lineAndColumn(text, offset)}`;
+    throw invalid(file, `not valid JSON${where}`);
+  }
+}
 
 /** Line and column (from 1) of a character offset. */
 function lineAndColumn(text: string, offset: number): string {
@@ -61,22 +99,24 @@ function readIfThere(file: string): string | null {
 }
 
 /** One file parsed and checked on its own; `null` when it is not there. */
-function readConfigFile(file: string, env: Readonly<Record<string, string | undefined>>): { config: TurnloomConfig; expanded: string[] } | null {
+function readConfigFile(file: string, env: Readonly<Record<string, string | undefined>>, project = false): { config: TurnloomConfig; expanded: string[]; offered?: Record<string, McpServerConfig> } | null {
   const text = readIfThere(file);
   if (text === null) return null;
-  let raw: unknown;
-  try {
-    raw = JSON.parse(text);
-  } catch {
-    // Only where: the parser's message may quote the text around the mistake, which may hold a secret.
-    const offset = jsonErrorOffset(text) ?? text.length;
-    const where = text.trim() === '' ? ' (the file is empty; {} is an empty configuration)' : offset >= text.length ? ' (it ends too soon)' : ` at ${lineAndColumn(text, offset)}`;
-    throw invalid(file, `not valid JSON${where}`);
-  }
+  const raw = parsedJson(file, text, 'the file is empty; {} is an empty configuration');
   const parsed = configSchema.safeParse(raw);
   if (!parsed.success) throw invalid(file, configIssueLine(parsed.error));
+  let config: TurnloomConfig;
   try {
-    return expandVariables(parsed.data, env);
+    config = withMcpServers(parsed.data);
+  } catch (error) {
+    if (error instanceof McpShapeProblem) throw invalid(file, `${error.path}: ${error.message}`);
+    throw error;
+  }
+  // The project's servers are offered, not started: their `${VAR}`s are expanded only once one is allowed.
+  const { mcp, ...kept } = config;
+  const offered = project ? mcp : undefined;
+  try {
+    return { ...expandVariables(project ? kept : config, env), ...(offered ? { offered } : {}) };
   } catch (error) {
     if (error instanceof MissingVariable) throw invalid(file, error.message);
     throw error;
@@ -103,7 +143,7 @@ export function loadConfig(options: LoadConfigOptions): LoadedConfig {
   const userFile = options.userFile ?? userConfigPath(env);
   const user = readConfigFile(userFile, env);
   const projectFile = options.workspace === null ? null : projectConfigPath(options.workspace);
-  const project = projectFile === null ? null : readConfigFile(projectFile, env);
+  const project = projectFile === null ? null : readConfigFile(projectFile, env, true);
   if (project) {
     const refusal = projectFileRefusal(project.config, user?.config ?? {});
     if (refusal) throw invalid(projectFile!, `${refusal.path}: ${refusal.message}`);
@@ -112,5 +152,45 @@ export function loadConfig(options: LoadConfigOptions): LoadedConfig {
   const files = [...(user ? [userFile] : []), ...(project ? [projectFile!] : [])];
   const problem = configReferenceProblem(config);
   if (problem) throw invalid(files.join(' + ') || 'configuration', `${problem.path}: ${problem.message}`);
-  return { config, files, expanded: [...(user?.expanded ?? []), ...(project?.expanded ?? [])] };
+  const mcpFile = options.workspace === null ? null : join(options.workspace, PROJECT_MCP_FILE);
+  const mcpServers = mcpFile === null ? null : readMcpFile(mcpFile);
+  const offered = offeredServers(config, [
+    ...(project?.offered ? [{ file: projectFile!, servers: project.offered }] : []),
+    ...(mcpServers ? [{ file: mcpFile!, servers: mcpServers }] : []),
+  ]);
+  return { config, files: [...files, ...(mcpServers ? [mcpFile!] : [])], expanded: [...(user?.expanded ?? []), ...(project?.expanded ?? [])], offered };
+}
+
+/** A project's `.mcp.json` (`{"mcpServers": {…}}`, as Claude Code writes it) mapped onto our shape; `null` when there is none. */
+function readMcpFile(file: string): Record<string, McpServerConfig> | null {
+  const text = readIfThere(file);
+  if (text === null) return null;
+  const parsed = mcpFileSchema.safeParse(parsedJson(file, text));
+  if (!parsed.success) throw invalid(file, configIssueLine(parsed.error));
+  return withMcpServers({ mcpServers: parsed.data.mcpServers }).mcp ?? {};
+}
+
+/**
+ * The servers a project asks for, in the order its files name them, each
+ * with the digest an allowance is bound to, and why it cannot be offered
+ * when it cannot: it names a `cwd` (a folder of the repository's choosing
+ * would let it run the repository's programs), or a server of the user's,
+ * or an earlier file's, has its name.
+ */
+function offeredServers(config: TurnloomConfig, sources: ReadonlyArray<{ file: string; servers: Record<string, McpServerConfig> }>): OfferedMcpServer[] {
+  const offered: OfferedMcpServer[] = [];
+  for (const { file, servers } of sources) {
+    for (const [name, spec] of Object.entries(servers)) {
+      const refused =
+        config.mcp?.[name] !== undefined
+          ? 'the user file has a server of this name, which is the one used'
+          : offered.some((earlier) => earlier.name === name)
+            ? `${offered.find((earlier) => earlier.name === name)!.file} names a server of this name too, which is the one offered`
+            : 'cwd' in spec && spec.cwd !== undefined
+              ? 'a project may not set a server’s cwd (it would run in a folder the repository chooses); set it in the user file'
+              : null;
+      offered.push({ name, file, spec, digest: mcpSpecDigest(spec), refused });
+    }
+  }
+  return offered;
 }

@@ -59,6 +59,7 @@ const approvalPreview = z.discriminatedUnion('kind', [
       deletions: count,
       created: z.boolean(),
       cut: z.boolean(),
+      digest: z.string().max(80).optional(),
     })
     .strict(),
   z.object({ kind: z.literal('command'), command: z.string().max(MAX_PREVIEW_PATCH_CHARS), cwd: z.string().min(1).max(4_096) }).strict(),

@@ -169,8 +169,10 @@ export class Delegation {
     if (!turn || !part?.tool || !task || task.status !== 'running') return;
     const settle = (status: TaskStatus, error: string) => this.settle(threadId, turnId, part, { status, answer: null, error, usage: null });
     if (!this.engine.summary(task.childThreadId)) {
-      // Counted with this one, which is already in the log.
-      const siblings = turn.messages[1].parts.filter((candidate) => candidate.task !== null && candidate.id !== partId).length;
+      // The turn's calls before this one that were not refused: the budget refuses calls past it one by one, in the answer's order,
+      // the same way whichever of them is handled first (counting every call of the answer refused them all).
+      const at = turn.messages[1].parts.indexOf(part);
+      const siblings = turn.messages[1].parts.slice(0, at).filter((candidate) => candidate.task !== null && candidate.task.status !== 'refused').length;
       const refusal = delegationRefusal(parent.parent, siblings, this.limits);
       if (refusal) return settle('refused', refusal);
       const made = await this.submitOn({

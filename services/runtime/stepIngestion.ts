@@ -103,11 +103,11 @@ export class StepIngestion {
     const buffer = this.buffers.get(partId);
     if (!buffer) return;
     this.buffers.delete(partId);
-    const { turnId } = this.options;
-    this.ready(
-      buffer.kind === 'content' ? { type: 'part.delta', turnId, partId, text: buffer.text } : { type: 'tool.inputDelta', turnId, partId, text: buffer.text },
-      buffer.since,
-    );
+    const { turnId, maxBufferChars } = this.options;
+    // One provider chunk can be megabytes: the log takes it in events of a buffer's size, each of which fits a message.
+    for (const text of pieces(buffer.text, maxBufferChars)) {
+      this.ready(buffer.kind === 'content' ? { type: 'part.delta', turnId, partId, text } : { type: 'tool.inputDelta', turnId, partId, text }, buffer.since);
+    }
   }
 
   private ready(event: DomainEvent, since: number): void {
@@ -165,10 +165,11 @@ export class StepIngestion {
       case 'toolCall.ready': {
         const partId = this.partFor(`call:${event.callId}`, 'tool');
         this.releaseCarry(partId, 'toolInput');
-        this.emit({ type: 'tool.inputReady', turnId, partId, toolCallId: event.callId, input: event.input });
+        const input = fittedInput(event.input, MAX_TOOL_INPUT_BYTES);
+        this.emit({ type: 'tool.inputReady', turnId, partId, toolCallId: event.callId, input });
         this.unclosed.delete(partId);
         if (!this.toolCalls.some((call) => call.callId === event.callId)) {
-          this.toolCalls.push({ callId: event.callId, name: this.toolNames.get(event.callId) ?? 'unknown', input: event.input });
+          this.toolCalls.push({ callId: event.callId, name: this.toolNames.get(event.callId) ?? 'unknown', input });
         }
         return;
       }
@@ -259,3 +260,43 @@ export class StepIngestion {
     return [...new Set([...this.parts.values()].map(({ partId }) => partId))];
   }
 }
+
+/** The text in pieces of at most `size` UTF-16 units, never between the two halves of a surrogate pair. */
+function pieces(text: string, size: number): string[] {
+  if (text.length <= size) return [text];
+  const out: string[] = [];
+  for (let at = 0; at < text.length; ) {
+    let end = Math.min(text.length, at + size);
+    const last = text.charCodeAt(end - 1);
+    if (end < text.length && last >= 0xd800 && last <= 0xdbff) end -= 1;
+    out.push(text.slice(at, end));
+    at = end;
+  }
+  return out;
+}
+
+/**
+ * A call's input, as one event, travels in one message of the bus (1 MiB at
+ * most, and an event at most half of it): past this it is not recorded.
+ */
+export const MAX_TOOL_INPUT_BYTES = 384 * 1024;
+
+/** The key of the input recorded in place of one too large: whatever the tool, the call is then answered with its reason. */
+const OMITTED = 'turnloom.inputOmitted';
+
+/** The input as recorded: itself, or why it is not there (a call a model asks with more than one message carries). */
+export function fittedInput(input: unknown, maxBytes: number): unknown {
+  const bytes = Buffer.byteLength(JSON.stringify(input) ?? '');
+  if (bytes <= maxBytes) return input;
+  const size = (count: number) => `${(count / 1024 / 1024).toFixed(1)} MB`;
+  return {
+    [OMITTED]: `this call's input is ${size(bytes)}, over the ${Math.round(maxBytes / 1024)} KB one call may carry; do it in smaller pieces (write part of the file, then add the rest with further calls)`,
+  };
+}
+
+/** Why a call's input was left out (`null`: it is all there). */
+export function omittedInput(input: unknown): string | null {
+  const reason = typeof input === 'object' && input !== null ? (input as Record<string, unknown>)[OMITTED] : undefined;
+  return typeof reason === 'string' ? reason : null;
+}
+

@@ -9,6 +9,8 @@ const toolAdvice: Record<string, string> = {
   edit: '`edit` replaces one exact, unique piece of text: copy it from what you read, with enough lines around it to be unique. Prefer it to rewriting a file.',
   write: '`write` creates a file or replaces one whole; use it for new files, not to make a small change.',
   bash: '`bash` runs a command in the workspace: run the project’s tests and build after you change code, and read their output before you say anything works. Keep commands non-interactive; give long ones a timeout.',
+  // Built in, so never among the "tool servers the user configured" below.
+  task: '`task` hands a self-contained piece of work to a sub-agent, in a thread of its own; several in one answer run at once, and each answers with its result.',
 };
 
 /** Where the provider's models need a word of their own. */

@@ -15,13 +15,35 @@ export function whenFold<T>(work: TurnWork, read: (view: ThreadView | null) => T
     };
     const onAbort = () => finish(() => reject(work.signal.reason));
     const subscription = work.fold.store.subscribe(check);
-    work.signal.addEventListener('abort', onAbort, { once: true });
+    const waiting = waitersOf(work.signal);
+    waiting.add(onAbort);
     function finish(outcome: () => void) {
       subscription.unsubscribe();
-      work.signal.removeEventListener('abort', onAbort);
+      waiting.delete(onAbort);
       outcome();
     }
     if (work.signal.aborted) onAbort();
     else check();
   });
+}
+
+/**
+ * The waits of one turn's signal, behind one listener of its own: a turn
+ * waits on as many facts at once as it runs calls at once (eight sub-agents
+ * and their approvals), which one listener a wait would push past Node's
+ * leak warning.
+ */
+const waiters = new WeakMap<AbortSignal, Set<() => void>>();
+
+function waitersOf(signal: AbortSignal): Set<() => void> {
+  let waiting = waiters.get(signal);
+  if (!waiting) {
+    const created = new Set<() => void>();
+    waiting = created;
+    waiters.set(signal, created);
+    signal.addEventListener('abort', () => {
+      for (const onAbort of [...created]) onAbort();
+    }, { once: true });
+  }
+  return waiting;
 }

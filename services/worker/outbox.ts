@@ -92,7 +92,11 @@ export class Outbox {
   }
 
   private enqueueRecord(events: DomainEvent[]): Promise<CommandResult> {
-    return this.enqueue((done, fail) => ({ kind: 'record', events, bytes: jsonBytes(events), done, fail }), events.length);
+    const bytes = jsonBytes(events);
+    if (bytes <= MERGE_MAX_BYTES) return this.enqueue((done, fail) => ({ kind: 'record', events, bytes, done, fail }), events.length);
+    // More than one request carries (a provider's chunk of megabytes, in pieces): several writes, in order, done with the last.
+    const writes = splitByBytes(events, MERGE_MAX_BYTES).map((chunk) => this.enqueue((done, fail) => ({ kind: 'record', events: chunk, bytes: jsonBytes(chunk), done, fail }), chunk.length));
+    return Promise.all(writes).then((results) => results.at(-1)!);
   }
 
   /** Queues events without waiting; a failure is kept in `failure` for the turn to find. */
@@ -192,3 +196,23 @@ export class Outbox {
     for (const resolve of this.idle.splice(0)) resolve();
   }
 }
+
+/** The events in runs of at most `maxBytes` as JSON (an event larger than that alone in its own). */
+function splitByBytes(events: DomainEvent[], maxBytes: number): DomainEvent[][] {
+  const runs: DomainEvent[][] = [];
+  let run: DomainEvent[] = [];
+  let size = 0;
+  for (const event of events) {
+    const bytes = jsonBytes(event);
+    if (run.length > 0 && size + bytes > maxBytes) {
+      runs.push(run);
+      run = [];
+      size = 0;
+    }
+    run.push(event);
+    size += bytes;
+  }
+  if (run.length > 0) runs.push(run);
+  return runs;
+}
+

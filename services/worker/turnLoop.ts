@@ -40,7 +40,7 @@ import { isResumableStep } from '../engine/settleTurn.ts';
 import { MAX_UNCAPTURED } from '../dispatch/workerProtocol.ts';
 import { agentNamed, agentPermissions, agentTools, askedAgent, turnAgent } from './turnAgent.ts';
 import { retryDelay } from '../runtime/retryPolicy.ts';
-import { StepIngestion } from '../runtime/stepIngestion.ts';
+import { StepIngestion, omittedInput } from '../runtime/stepIngestion.ts';
 import type { Outbox } from './outbox.ts';
 import { diffToRecord } from './recordedChanges.ts';
 import { reachWritten } from './reachWritten.ts';
@@ -351,6 +351,11 @@ async function runTool(work: TurnWork, call: ToolCall, tools: ToolExecutor, stre
   const approvalId = approvalIdFor(partId);
   const executing: DomainEvent = { type: 'tool.executing', turnId, partId, toolCallId: call.callId };
   const agent = turnAgent(work);
+  const omitted = omittedInput(call.input);
+  if (omitted !== null) {
+    await work.outbox.record([{ type: 'part.failed', turnId, partId, error: omitted }]);
+    return;
+  }
   // The model may name a tool it was not offered: the agent's list is a limit, not a hint.
   if (!agentOffers(agent.profile, call.name)) {
     await work.outbox.record([{ type: 'part.failed', turnId, partId, error: `the ${agent.name} agent has no tool ${call.name}; it may use ${agentTools(agent.profile, tools.specs()).map((spec) => spec.name).join(', ') || 'none'}` }]);
@@ -390,7 +395,18 @@ async function runTool(work: TurnWork, call: ToolCall, tools: ToolExecutor, stre
   // The machines refuse a start after an interrupt; only a tool recorded as running may run.
   await reachWritten(work);
   if (partOf(work, call)?.state !== 'running.tool.executing') return;
-  await finishTool(work, call, tools, partId, kind);
+  await finishTool(work, permission === 'ask' ? approvedCall(work, call, approvalId) : call, tools, partId, kind);
+}
+
+/**
+ * The call as a person allowed it: bound to the file its diff was made
+ * from, as the log recorded the question (not as this worker previewed it:
+ * the approval may have been asked by a worker since lost).
+ */
+function approvedCall(work: TurnWork, call: ToolCall, approvalId: string): ToolCall {
+  const preview = work.fold.context.view!.turns[work.turnId]!.approvals.find((approval) => approval.id === approvalId)?.preview;
+  const digest = preview?.kind === 'diff' ? preview.digest : undefined;
+  return { callId: call.callId, name: call.name, input: call.input, ...(digest === undefined ? {} : { approvedDigest: digest }) };
 }
 
 /** Runs a call recorded as executing, and records how it ended. */

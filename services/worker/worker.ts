@@ -2,6 +2,7 @@ import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import { z } from 'zod';
 import { startTicksOf } from '../../adapters/processIdentity.ts';
+import { type FunctionTool, FunctionTools, combineTools, isFunctionTool } from '../../adapters/tools/index.ts';
 import { JSON_TYPE, type Subjects, decode, subjects as subjectsFor } from '../../bus/index.ts';
 import { ThreadWatch } from '../../protocol/threadWatch.ts';
 import { type AgentProfile, builtinAgents, type Bus, DEFAULT_AGENT, type BusSubscription, DEFAULT_ENVIRONMENT, type Logger, type ProviderAdapter, errorFields, silentLogger, type ProviderChoice, type ToolExecutor, TurnloomError, type WorkspaceCheckpoints } from '../../domain/index.ts';
@@ -28,10 +29,17 @@ export interface WorkerOptions {
   workerId?: string;
   /** The environment it serves (default `default`): it takes the turns of threads that name it. */
   environment?: string;
+  /** Which offered turns it takes, by their thread (default: every one of its environment): a one-shot run takes only its own thread's. */
+  takes?: (threadId: string) => boolean;
   /** The folder it works in, shown by `worker.list`. */
   workspace?: string | null;
-  /** The tools of its workspace, run for the model's calls (none: every call fails, saying there is no workspace). */
-  tools?: ToolExecutor;
+  /**
+   * The tools it runs for the model's calls: its workspace's executor, or a
+   * list of executors (the workspace's, MCP servers') and tools of the
+   * program's own (`tool()`), whose names must not clash (a `TypeError`
+   * here). None: every call fails, saying there is no workspace.
+   */
+  tools?: ToolExecutor | ReadonlyArray<ToolExecutor | FunctionTool>;
   /** Its workspace's checkpoints (before and after each turn that changes it), or why it keeps none. */
   checkpoints?: CheckpointSetting;
   /** The adapter for a turn's provider choice; `undefined` fails the turn with a clear error. */
@@ -98,6 +106,9 @@ export class Worker {
   private readonly taskWork: Inflight;
   private readonly log: Logger;
   private readonly sideWork: SideWork | null;
+  /** The executors it was given, as one, and its own tools, bound to each turn it runs. */
+  private readonly executor: ToolExecutor | undefined;
+  private readonly functionTools: FunctionTools;
   private stopping = false;
   /** Whether the last hello was answered (a line is logged when that changes). */
   private heard = false;
@@ -127,6 +138,17 @@ export class Worker {
     this.hooks = combineHooks(compactionHooks(this.loop.compaction), options.hooks);
     this.bounds = { maxEvents: 10_000, maxBytes: 16 * 1024 * 1024, ...options.outbox };
     this.sideWork = options.sideWork === false ? null : new SideWork(this.link, options.adapterFor, { timeoutMs: 30_000, log: this.log, ...options.sideWork });
+    const given = options.tools === undefined ? [] : Array.isArray(options.tools) ? (options.tools as ReadonlyArray<ToolExecutor | FunctionTool>) : [options.tools as ToolExecutor];
+    const executors = given.filter((each): each is ToolExecutor => !isFunctionTool(each));
+    this.executor = executors.length > 1 ? combineTools(...executors) : executors[0];
+    this.functionTools = new FunctionTools(given.filter(isFunctionTool), executors);
+  }
+
+  /** What a turn's calls run on: the executors it was given, and its own tools, told which turn calls them. */
+  private toolsFor(threadId: string, turnId: string): ToolExecutor | undefined {
+    if (this.functionTools.size === 0) return this.executor;
+    const own = this.functionTools.forTurn({ threadId, turnId, workspace: this.options.workspace ?? null });
+    return this.executor ? combineTools(this.executor, own) : own;
   }
 
   /** Starts listening for offers and saying hello; an engine that is not there yet is waited for. */
@@ -212,7 +234,7 @@ export class Worker {
   /** Claims an offered turn if there is room; losing the race to another worker is fine. */
   private take(threadId: string, turnId: string): void {
     const key = runKey(threadId, turnId);
-    if (this.stopping || this.runs.has(key) || this.runs.size >= this.capacity) return;
+    if (this.stopping || this.runs.has(key) || this.runs.size >= this.capacity || this.options.takes?.(threadId) === false) return;
     const run: Run = { threadId, turnId, token: null, controller: new AbortController(), done: Promise.resolve() };
     run.done = this.run(run).finally(() => this.runs.delete(key));
     this.runs.set(key, run);
@@ -269,7 +291,7 @@ export class Worker {
         outbox,
         adapter: this.options.adapterFor(fold.context.view!.turns[turnId]!.provider),
         workspace: this.options.tools ? (this.options.workspace ?? null) : null,
-        tools: this.options.tools,
+        tools: this.toolsFor(threadId, turnId),
         checkpoints: this.options.checkpoints,
         live: (delta) => live.add(delta),
         hooks: this.hooks,

@@ -21,6 +21,8 @@ describe('turnloom with bad files', () => {
   const path = (name: string) => join(dir.path, name);
   beforeAll(() => {
     file('not-json.json', '{bad');
+    // A file named by mistake, as /etc/shadow would be: the error says where it stops being JSON, never what it holds.
+    file('shadow', 'root:$6$SECRET-HASH:19000:0:99999:7:::\n');
     file('short-token.json', JSON.stringify({ tokens: { 'short-tok': { principal: 'alice', scopes: ['read'] } } }));
     file('bad-scope.json', JSON.stringify({ tokens: { 'a-long-enough-token-0123': { principal: 'alice', scopes: ['fly'] } } }));
     file('bad-script.json', JSON.stringify({ steps: 3 }));
@@ -60,6 +62,9 @@ describe('turnloom with bad files', () => {
     { name: 'replay without --provider', args: () => ['replay', fixture], says: /--provider anthropic\|openai-chat\|openai-responses is required/ },
     { name: 'replay with an unknown provider', args: () => ['replay', fixture, '--provider', 'gemini'], says: /unknown provider "gemini"/ },
     { name: 'replay without a file', args: () => ['replay'], says: /which recording\?/ },
+    { name: 'a --script file that holds secrets', args: () => ['run', 'hi', '--script', path('shadow')], says: /--script .*shadow: not JSON at line 1 column 1/, hides: 'SECRET' },
+    { name: 'an --auth file that holds secrets', args: () => ['serve', '--auth', path('shadow')], says: /--auth .*shadow: not JSON at line 1 column 1/, hides: 'SECRET' },
+    { name: 'a replay file that holds secrets', args: () => ['replay', path('shadow'), '--provider', 'openai-chat'], says: /line 1 is not JSON/, hides: 'SECRET' },
     // Hung before: the NATS connection was opened first and kept the process alive after the store failed.
     { name: '--data naming a file, with --nats', args: () => ['serve', '--data', path('a-file-not-a-folder'), '--nats', inject('natsUrl')], says: /a-file-not-a-folder/ },
     { name: '--data naming a file (demo)', args: () => ['demo', '--data', path('a-file-not-a-folder')], says: /a-file-not-a-folder/ },

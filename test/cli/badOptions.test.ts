@@ -31,6 +31,9 @@ describe('turnloom with bad options', () => {
     { name: '--nats-user without --nats', args: () => ['serve', '--nats-user', 'engine'], says: /--nats-user needs --nats URL/ },
     { name: '--context-window that is not a number (serve)', args: () => ['serve', '--context-window', '128k'], says: /serve: --context-window must be a whole number of tokens, not "128k"/ },
     { name: '--context-window too small (run)', args: () => ['run', 'hello', '--context-window', '12'], says: /run: --context-window must be at least 1000 tokens, not 12/ },
+    { name: '--timeout that is not a number (run)', args: () => ['run', 'hello', '--timeout', 'abc'], says: /run: --timeout must be a positive number, not "abc"/ },
+    { name: '--timeout below zero (run)', args: () => ['run', 'hello', '--timeout=-1'], says: /run: --timeout must be a positive number, not "-1"/ },
+    { name: 'run - with nothing on standard input', args: () => ['run', '-'], says: /run: the prompt read from standard input \(run -\) is empty/ },
     { name: '--context-window that is not a number (worker)', args: () => ['worker', '--nats', inject('natsUrl'), '--workspace', '.', '--context-window=lots'], says: /worker: --context-window must be a whole number of tokens/ },
   ];
 

@@ -25,6 +25,6 @@ describe('turnloom --version and help', () => {
   it('help of a command that does not exist is one line and exit 2', async () => {
     const result = await runTurnloom(['help', 'nope']);
     expect(result.code).toBe(2);
-    expect(result.stderr.trim().split('\n')).toEqual(['turnloom: no command "nope"; the commands are run, demo, serve, worker, replay, inspect and charts']);
+    expect(result.stderr.trim().split('\n')).toEqual(['turnloom: no command "nope"; the commands are run, demo, serve, worker, replay, inspect, mcp and charts']);
   });
 });

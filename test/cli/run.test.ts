@@ -1,20 +1,9 @@
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { type RecordedStreamServer, serveRecordedStream } from '../../adapters/providers/recordedStreamServer.ts';
 import type { RunReport } from '../../cli/run/embeddedRun.ts';
-import {
-  type Folder,
-  type RunResult,
-  chatText,
-  chatToolCall,
-  git,
-  gitRepo,
-  openAiEnv,
-  plainFolder,
-  run,
-  startRun,
-} from './runFixtures.ts';
+import { type Folder, type RunResult, chatText, chatToolCall, git, gitRepo, openAiEnv, plainFolder, run, undoneAfterEach } from './runFixtures.ts';
 import { processesWith, uniqueTag } from '../support/processes.ts';
 
 const workspaceTools = ['read', 'write', 'edit', 'list', 'glob', 'grep', 'bash'];
@@ -44,30 +33,17 @@ const bodies = (server: RecordedStreamServer) => allBodies(server).filter((body)
 const sideBodies = (server: RecordedStreamServer) => allBodies(server).filter((body) => body.tools === undefined);
 const toolMessages = (body: ChatRequestBody) => body.messages.filter((message) => message.role === 'tool');
 
-let cleanup: Array<() => Promise<void> | void> = [];
-afterEach(async () => {
-  for (const step of cleanup.reverse()) await step();
-  cleanup = [];
-});
-
-/** A run that a failed assertion leaves behind is stopped with its test, not left to its deadline. */
-function start(...args: Parameters<typeof startRun>): ReturnType<typeof startRun> {
-  const running = startRun(...args);
-  cleanup.push(async () => {
-    if (running.child.exitCode === null && running.child.signalCode === null) running.child.kill('SIGKILL');
-    await running.exited;
-  });
-  return running;
-}
+const undo = undoneAfterEach();
+const start = undo.start;
 
 function repo(): Folder {
   const folder = gitRepo();
-  cleanup.push(() => folder.remove());
+  undo.later(() => folder.remove());
   return folder;
 }
 function folder(): Folder {
   const made = plainFolder();
-  cleanup.push(() => made.remove());
+  undo.later(() => made.remove());
   return made;
 }
 /** A replay server that answers with a `write hello.txt` tool call, then with `text`. */
@@ -76,7 +52,7 @@ async function helloServer(text = 'I wrote hello.txt.'): Promise<RecordedStreamS
     { kind: 'stream', chunks: chatToolCall('call_write_1', 'write', writeHello) },
     { kind: 'stream', chunks: chatText(text) },
   ]);
-  cleanup.push(() => server.close());
+  undo.later(() => server.close());
   return server;
 }
 

@@ -41,6 +41,7 @@ describe('run --agent', () => {
     const { repo, script } = repository();
     const planned = await run(['run', 'plan it', '--cwd', repo.path, '--script', script, '--agent', 'plan', '--mode', 'full', '--approve', 'auto', '--json'], { cwd: repo.path });
     expect(planned.code, shown(planned)).toBe(0);
+    expect(planned.stderr).toMatch(/· mode read-only \(agent plan\), approvals: auto ·/);
     const plan = reportOf(planned);
     expect(plan.status).toBe('completed');
     expect(plan.text).toBe('Here is my plan.');

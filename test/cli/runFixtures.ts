@@ -3,6 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { afterEach } from 'vitest';
 
 const bin = fileURLToPath(new URL('../../bin/turnloom.mjs', import.meta.url));
 
@@ -188,3 +189,29 @@ export const openAiEnv = (baseURL: string): Record<string, string> => ({
   TURNLOOM_PROVIDER: 'openai-chat',
   TURNLOOM_MODEL: 'gpt-test',
 });
+
+/**
+ * What each test of the file that calls this leaves behind, undone after it,
+ * newest first: what it made (`later`), and the runs it started (`start`)
+ * that a failed assertion left running, stopped with their test rather than
+ * left to their deadline.
+ */
+export function undoneAfterEach(): { later(...steps: Array<() => Promise<void> | void>): void; start: typeof startRun } {
+  let steps: Array<() => Promise<void> | void> = [];
+  afterEach(async () => {
+    for (const step of steps.reverse()) await step();
+    steps = [];
+  });
+  return {
+    later: (...more) => void steps.push(...more),
+    start: (...args) => {
+      const running = startRun(...args);
+      steps.push(async () => {
+        if (running.child.exitCode === null && running.child.signalCode === null) running.child.kill('SIGKILL');
+        await running.exited;
+      });
+      return running;
+    },
+  };
+}
+

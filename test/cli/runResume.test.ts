@@ -3,35 +3,23 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { type RecordedStreamServer, serveRecordedStream } from '../../adapters/providers/recordedStreamServer.ts';
 import { existsSync } from 'node:fs';
-import { type Folder, type RunResult, git, gitRepo, openAiEnv, plainFolder, run, startRun } from './runFixtures.ts';
+import { type Folder, type RunResult, git, gitRepo, openAiEnv, plainFolder, run, undoneAfterEach } from './runFixtures.ts';
 
 const shown = (result: RunResult) => `code ${result.code} signal ${result.signal} timedOut ${result.timedOut}\nstdout:\n${result.stdout}\nstderr:\n${result.stderr}`;
 
-let cleanup: Array<() => Promise<void> | void> = [];
-afterEach(async () => {
-  for (const step of cleanup.reverse()) await step();
-  cleanup = [];
-});
+const undo = undoneAfterEach();
+const start = undo.start;
 
 function repo(): Folder {
   const folder = gitRepo();
-  cleanup.push(() => folder.remove());
+  undo.later(() => folder.remove());
   return folder;
 }
 function folder(): Folder {
   const made = plainFolder();
-  cleanup.push(() => made.remove());
+  undo.later(() => made.remove());
   return made;
 }
-function start(...args: Parameters<typeof startRun>): ReturnType<typeof startRun> {
-  const running = startRun(...args);
-  cleanup.push(async () => {
-    if (running.child.exitCode === null && running.child.signalCode === null) running.child.kill('SIGKILL');
-    await running.exited;
-  });
-  return running;
-}
-
 /**
  * Each turn: a command that notes it ran and then takes a while (the moment
  * the run is stopped), then an answer. A command that ran is one line in

@@ -68,6 +68,15 @@ describe('the turnloom command', () => {
     expect(serve.output()).toContain('stopped');
   }, 60_000);
 
+  it('serve with a key set and the scripted provider chosen says so, not that no key is set', async () => {
+    const serve = startCli(['serve', '--data', 'chosen'], { cwd: dir.path, deadlineMs: null, env: { OPENAI_API_KEY: 'sk-test-not-used', TURNLOOM_PROVIDER: 'scripted' } });
+    await expect.poll(() => serve.output(), { timeout: 30_000 }).toContain('the scripted provider answers');
+    expect(serve.output()).not.toContain('no OPENAI_API_KEY');
+    expect(serve.output()).toMatch(/the default provider \(openai[^)]*also configured\): the scripted provider answers/);
+    serve.child.kill('SIGTERM');
+    expect((await serve.exited).code).toBe(0);
+  }, 60_000);
+
   it('serve on the in-process bus stays up until SIGTERM, then stops cleanly', async () => {
     const serve = startCli(['serve', '--data', 'in-process'], { cwd: dir.path, deadlineMs: null });
     await expect.poll(() => serve.output(), { timeout: 30_000 }).toContain('data:');

@@ -1,11 +1,14 @@
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
-import { Kvm } from '@nats-io/kv';
+import { jetstream, jetstreamManager } from '@nats-io/jetstream';
+import { Packr } from 'msgpackr';
+import { KvWatchInclude, Kvm } from '@nats-io/kv';
 import { afterEach, describe, expect, inject, it } from 'vitest';
 import { LmdbStore } from '../../adapters/lmdbStore.ts';
 import { subjects } from '../../bus/index.ts';
 import { NatsBus } from '../../bus/natsBus.ts';
 import { TurnloomClient } from '../../client/index.ts';
+import { silentLogger } from '../../domain/index.ts';
 import { PrefixTaken } from '../../services/api/engineClaim.ts';
 import { ClusterNode } from '../../services/cluster/index.ts';
 import { type TurnloomServer, startTurnloomServer } from '../../services/turnloomServer.ts';
@@ -160,4 +163,66 @@ describe('engines of a cluster on one nats-server', () => {
     expect(new Set(answers.map((answer) => answer.name))).toEqual(new Set([prefix]));
     expect(new Set(answers.map((answer) => answer.id)).size).toBe(3);
   });
+
+  it('idle engines hold a few JetStream consumers each, not more with every membership round', async () => {
+    const prefix = `pc${randomUUID().slice(0, 8)}`;
+    const engines = [await clusterEngine(prefix), await clusterEngine(prefix), await clusterEngine(prefix)];
+    const nc = (await connect()).connection;
+    const jsm = await jetstreamManager(nc);
+    const consumers = async () => {
+      let count = 0;
+      for await (const stream of jsm.streams.list()) if (stream.config.name.includes(prefix)) count += stream.state.consumer_count;
+      return count;
+    };
+    // Membership rounds counted on the bucket itself: each engine renews its key three times a TTL.
+    const renewals = new Map<string, number>();
+    const watch = await (await new Kvm(nc).open(`TURNLOOM_${prefix}_ENGINES`)).watch({ include: KvWatchInclude.UpdatesOnly });
+    void (async () => {
+      for await (const entry of watch) if (entry.operation === 'PUT') renewals.set(entry.key, (renewals.get(entry.key) ?? 0) + 1);
+    })();
+    const rounds = (count: number) => expect.poll(() => Math.min(...engines.map(({ engineId }) => renewals.get(engineId) ?? 0)), { timeout: 30_000 }).toBeGreaterThanOrEqual(count);
+    await rounds(2);
+    const early = await consumers();
+    await rounds(6);
+    const late = await consumers();
+    watch.stop();
+    // Listing the members every half TTL made a consumer a listing: ~6 a second for three engines.
+    expect(late, `${early} consumers after 2 rounds, ${late} after 6`).toBeLessThanOrEqual(early);
+    expect(late).toBeLessThanOrEqual(8 * engines.length + 1);
+  });
+
+  it('a log message that keeps failing is followed again after a growing wait, not every 250 ms with a new consumer', async () => {
+    const prefix = `pf${randomUUID().slice(0, 8)}`;
+    const failures: number[] = [];
+    const log = { ...silentLogger, error: (_fields: object, message: string) => void (message.startsWith('could not take a log message in') && failures.push(performance.now())) };
+    const bus = await connect();
+    const cluster = await ClusterNode.open({ nc: bus.connection, bus, subjects: subjects(prefix), local: LmdbStore.open(join(dir.path, randomUUID())), replicas: 1, log });
+    servers.push(await startTurnloomServer({ bus, prefix, store: cluster.store, cluster }));
+    // A commit no machine accepts: the tailer never skips it, so it fails there each time it follows the stream again.
+    const poison = { kind: 'commit', by: 'elsewhere', commandId: 'cmd-poison', at: Date.now(), events: [{ threadSeq: 1, event: { type: 'no.such.event' } }], receipt: null };
+    await jetstream(bus.connection).publish(subjects(prefix).log('thr_poison'), new Packr({ useRecords: false }).pack(poison));
+    await expect.poll(() => failures.length, { timeout: 30_000 }).toBeGreaterThanOrEqual(5);
+    const gaps = failures.slice(1).map((at, index) => at - failures[index]!);
+    expect(gaps.at(-1)!, `gaps ${gaps.map(Math.round).join(', ')} ms`).toBeGreaterThanOrEqual(1_500);
+  });
+
+  it("a dead owner's idle thread is not taken over: its key goes, and the thread is taken on first use", async () => {
+    const prefix = `po${randomUUID().slice(0, 8)}`;
+    const engine = await clusterEngine(prefix);
+    const api = new TurnloomClient(await connect(), { prefix });
+    const { threadId } = await api.call('thread.create', { title: 'idle' });
+    const owners = await new Kvm((await connect()).connection).open(`TURNLOOM_${prefix}_OWNERS`);
+    // As a killed engine leaves it: its name on an idle thread, and no membership key (the engine that made the thread lets it go, as taken).
+    await owners.put(threadId, 'e_dead0000');
+    await expect.poll(async () => (await owners.get(threadId))?.operation ?? 'none', { timeout: 10_000 }).not.toBe('PUT');
+    const marks = async () => {
+      const jsm = await jetstreamManager((await connect()).connection);
+      return (await jsm.streams.info(`TURNLOOM_${prefix}_LOG`, { subjects_filter: subjects(prefix).log(threadId) })).state.subjects?.[subjects(prefix).log(threadId)] ?? 0;
+    };
+    const before = await marks();
+    await api.call('thread.rename', { threadId, title: 'used again' });
+    expect((await owners.get(threadId))?.string()).toBe(engine.engineId);
+    expect(await marks()).toBeGreaterThan(before);
+  });
 });
+

@@ -130,7 +130,9 @@ describe('what the project file may not say', () => {
   it('lets it add ask and deny rules and narrow a mode', () => {
     expect(projectFileRefusal({ permissions: { rules: [{ tool: 'bash', pattern: 'x', decision: 'deny' }, { tool: '*', pattern: 'y', decision: 'ask' }] } }, {})).toBeNull();
     expect(projectFileRefusal({ agents: { plan: { mode: 'read-only' } } }, {})).toBeNull();
-    expect(projectFileRefusal({ agents: { plan: { mode: 'auto-edits' } } }, { permissions: { mode: 'full' } })).toBeNull();
+    expect(projectFileRefusal({ agents: { build: { mode: 'auto-edits' } } }, { permissions: { mode: 'full' } })).toBeNull();
+    // plan is read-only of its own: a wide user mode does not let the project widen it.
+    expect(projectFileRefusal({ agents: { plan: { mode: 'auto-edits' } } }, { permissions: { mode: 'full' } })?.path).toBe('agents.plan.mode');
   });
 
   it('refuses an allow rule, the permission mode, a wider agent mode and a redirected key', () => {

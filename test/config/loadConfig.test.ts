@@ -56,7 +56,7 @@ describe('loadConfig', () => {
 
   it('is empty when there is no file', () => {
     const { workspace, env } = setup();
-    expect(loadConfig({ workspace, env: env() })).toEqual({ config: {}, files: [], expanded: [] });
+    expect(loadConfig({ workspace, env: env() })).toEqual({ config: {}, files: [], expanded: [], offered: [] });
   });
 
   it('reads the user file and the project file, the project’s keys over the user’s', () => {
@@ -84,7 +84,7 @@ describe('loadConfig', () => {
     const folder = setup();
     folder.user({ model: 'a' });
     folder.project({ model: 'b' });
-    expect(loadConfig({ workspace: null, env: folder.env() })).toEqual({ config: { model: 'a' }, files: [folder.userFile], expanded: [] });
+    expect(loadConfig({ workspace: null, env: folder.env() })).toEqual({ config: { model: 'a' }, files: [folder.userFile], expanded: [], offered: [] });
   });
 
   it('refuses an allow rule in the project file, naming the file and where to put it', () => {
@@ -99,6 +99,28 @@ describe('loadConfig', () => {
     folder.project({});
     folder.user({ permissions: { mode: 'full', rules: [{ tool: 'bash', pattern: '*', decision: 'allow' }] } });
     expect(loadConfig({ workspace: folder.workspace, env: folder.env() }).config.permissions?.mode).toBe('full');
+  });
+
+  it('lets the project file only narrow a built-in agent, mode and tools, whatever the user file says', () => {
+    const folder = setup();
+    // The user's own mode is wide, so the built-in plan agent's read-only is the only bound a project can be held to.
+    folder.user({ permissions: { mode: 'full' } });
+    folder.project({ agents: { plan: { mode: 'ask' } } });
+    expect(failure(() => loadConfig({ workspace: folder.workspace, env: folder.env() }))).toMatch(
+      /turnloom\.json: agents\.plan\.mode: the project file may only narrow a mode, and "ask" lets the agent do more than "read-only"/,
+    );
+    folder.project({ agents: { plan: { tools: ['*'] } } });
+    expect(failure(() => loadConfig({ workspace: folder.workspace, env: folder.env() }))).toMatch(
+      /turnloom\.json: agents\.plan\.tools\.0: the project file may only narrow an agent's tools, and "\*" is not among read, list, glob, grep/,
+    );
+    folder.project({ agents: { explore: { tools: ['read', 'bash'] } } });
+    expect(failure(() => loadConfig({ workspace: folder.workspace, env: folder.env() }))).toMatch(/agents\.explore\.tools\.1: .*"bash" is not among/);
+    // Narrowing stays allowed, and so does widening what the user file itself widened.
+    folder.project({ agents: { plan: { mode: 'read-only', tools: ['read', 'grep'] } } });
+    expect(loadConfig({ workspace: folder.workspace, env: folder.env() }).config.agents?.plan?.tools).toEqual(['read', 'grep']);
+    folder.user({ agents: { plan: { mode: 'ask', tools: ['read', 'bash'] } } });
+    folder.project({ agents: { plan: { mode: 'ask', tools: ['bash'] } } });
+    expect(loadConfig({ workspace: folder.workspace, env: folder.env() }).config.agents?.plan?.mode).toBe('ask');
   });
 
   it('expands ${VAR} in MCP headers from the environment, and names one that is not set', () => {

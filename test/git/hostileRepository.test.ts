@@ -174,6 +174,14 @@ describe("checkpoints on a repository whose config a model wrote: git runs none 
   });
 });
 
+describe('a planted core.worktree above the repository', () => {
+  it('opens no checkpoints (git would take the parent folder for the work tree), and does not throw', async () => {
+    const made = committedRepo();
+    made.git('config', 'core.worktree', '../..');
+    expect(await Checkpoints.open(made.path)).toBeNull();
+  });
+});
+
 describe('what checkpoints still take from the user’s own git config', () => {
   it('the global core.excludesFile still decides what is ignored, and the repository’s own one still beats it', async () => {
     const made = committedRepo();

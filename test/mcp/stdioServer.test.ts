@@ -123,12 +123,13 @@ describe('MCP tools with limits (server-everything)', () => {
     expect(result.output).toMatch(/^Echo: start x+\n\[\.\.\. \d+ characters cut \.\.\.\]\nx+ end$/);
   });
 
-  it('gives a stdio server the environment less its secrets, plus its own env', async () => {
-    const env = { PATH: process.env.PATH ?? '', PLAIN_SETTING: 'kept', OPENAI_API_KEY: 'sk-not-for-servers', GITHUB_TOKEN: 'ghp-not-either' };
+  it('gives a stdio server the basics of the environment (no secret, no other setting), plus exactly its own env', async () => {
+    const env = { PATH: process.env.PATH ?? '', LANG: 'C.UTF-8', PLAIN_SETTING: 'not-named', OPENAI_API_KEY: 'sk-not-for-servers', GITHUB_TOKEN: 'ghp-not-either' };
     const tools = await start({ servers: [everythingServer({ env: { SERVER_TOKEN: 'given-on-purpose' } })], root, env });
     const { output } = await run(tools, 'everything__get-env');
     const seen = JSON.parse(output) as Record<string, string>;
-    expect(seen).toMatchObject({ PLAIN_SETTING: 'kept', SERVER_TOKEN: 'given-on-purpose' });
+    expect(seen).toMatchObject({ PATH: env.PATH, LANG: 'C.UTF-8', SERVER_TOKEN: 'given-on-purpose' });
+    expect(seen).not.toHaveProperty('PLAIN_SETTING');
     expect(seen).not.toHaveProperty('OPENAI_API_KEY');
     expect(seen).not.toHaveProperty('GITHUB_TOKEN');
     expect(output).not.toContain('not-for-servers');

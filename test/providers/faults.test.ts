@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { AnthropicProvider } from '../../adapters/providers/anthropicProvider.ts';
 import { OpenAiChatProvider } from '../../adapters/providers/openaiChatProvider.ts';
 import { OpenAiResponsesProvider } from '../../adapters/providers/openaiResponsesProvider.ts';
@@ -18,6 +18,12 @@ const adapters: Record<WireProtocol, (baseURL: string) => ProviderAdapter> = {
   'openai-chat': (baseURL) => new OpenAiChatProvider({ baseURL, defaultModel: 'gpt-test' }),
   'openai-responses': (baseURL) => new OpenAiResponsesProvider({ baseURL, defaultModel: 'gpt-test' }),
 };
+
+// The adapters import their SDK when made, and a first call waits for it (a second or so under load): loaded
+// here once, so the short idle timeout below counts only what the server streams.
+beforeAll(async () => {
+  await Promise.all([import('openai'), import('@anthropic-ai/sdk')]);
+});
 
 let http: RecordedStreamServer | undefined;
 let fx: ApiFixture | undefined;

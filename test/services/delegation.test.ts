@@ -133,6 +133,28 @@ describe('delegation: a turn hands work to child agents, each in a thread of its
     expect(turn.usage.output).toBe(own + explore!.usage.output + general!.usage.output);
   });
 
+  it('nine task calls in one answer: the first eight run, only the ninth is refused, before any thread is made for it', async () => {
+    const warnings: string[] = [];
+    const onWarning = (warning: Error) => warnings.push(warning.name);
+    process.on('warning', onWarning);
+    fixture = await openDelegation((request, step) => {
+      const prompt = firstUserText(request);
+      if (prompt === 'split it nine ways') return { steps: [step === 0 ? Array.from({ length: 9 }, (_, at) => task('general', `piece ${at + 1}`)) : [{ text: 'All answered.' }]] };
+      return { steps: [[{ text: `${prompt} done.` }]] };
+    });
+    const { client } = fixture;
+    const { threadId } = await client.call('thread.create', {});
+    const { turnId } = await client.call('turn.start', { threadId, input: { text: 'split it nine ways' } });
+    const turn = await fixture.settled(threadId, turnId);
+    process.off('warning', onWarning);
+    expect(turn.state).toBe('completed');
+    const tasks = turn.messages[1].parts.filter((part) => part.task !== null).map((part) => part.task!);
+    expect(tasks.map((each) => each.status)).toEqual([...Array(8).fill('completed'), 'refused']);
+    expect(tasks[8]!.error).toMatch(/^delegation refused: this turn has already started 8 sub-agents/);
+    await expect(client.call('thread.get', { threadId: tasks[8]!.childThreadId })).rejects.toMatchObject({ code: 'not_found' });
+    expect(warnings).not.toContain('MaxListenersExceededWarning');
+  });
+
   it('refuses a task beyond the depth limit with a tool error the model reads, and a restart does not reset the depth', async () => {
     const levels = ['level one', 'level two', 'level three'];
     fixture = await openDelegation((request, step) => {

@@ -6,7 +6,7 @@ import { WorkspaceTools } from '../../adapters/tools/index.ts';
  * namespace). `node --import tsx runToolsScript.ts '{"root":…,"calls":[…]}'`.
  */
 const { root, calls } = JSON.parse(process.argv[2]!) as { root: string; calls: Array<{ name: string; input: unknown }> };
-const tools = new WorkspaceTools({ root, ripgrep: null });
+const tools = new WorkspaceTools({ root });
 const results = [];
 for (const [index, { name, input }] of calls.entries()) results.push(await tools.execute({ callId: `call-${index}`, name, input }, new AbortController().signal));
 process.stdout.write(JSON.stringify(results));

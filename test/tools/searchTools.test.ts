@@ -1,7 +1,6 @@
 import { symlinkSync } from 'node:fs';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { findRipgrep } from '../../adapters/tools/ripgrep.ts';
 import { TempFolders, run, toolsAt, writeTree } from './toolFixture.ts';
 
 /** A tree with what trips searches up: `a/` beside `a.txt`, dotfiles, `.git`, `node_modules`, binaries, symlinks, `:` in lines. */
@@ -61,66 +60,55 @@ describe('search tools', () => {
   });
 
   describe('grep', () => {
-    const queries: Array<Record<string, unknown>> = [
-      { pattern: 'needle' },
-      { pattern: 'needle', ignoreCase: true },
-      { pattern: 'needle', glob: '*.ts' },
-      { pattern: 'needle', glob: 'src/**/*.tsx' },
-      { pattern: 'needle', glob: '*.{md,txt}' },
-      { pattern: 'needle', path: 'src' },
-      { pattern: 'needle', path: 'link-to-src' },
-      { pattern: 'needle', path: 'a.txt' },
-      { pattern: 'needle', path: 'a.txt', glob: '*.md' },
-      { pattern: 'needle', path: 'bin/data.bin' },
-      { pattern: '^needle\\b' },
-      { pattern: 'needle$' },
-      { pattern: 'http://[a-z]+:\\d+' },
-      { pattern: 'no such text anywhere' },
+    const everyNeedle = [
+      '.hidden/config.ts:1:needle hidden',
+      'a/x.ts:1:export const needle = 1;',
+      'a.txt:1:needle in a.txt',
+      'notes/crlf.txt:1:needle with crlf\r',
+      'notes/no-newline.txt:1:last needle',
+      'notes/unicode.md:1:naïve needle ✓ 😀',
+      'src/[id]/page.tsx:1:needle page',
+      'src/app.ts:1:import { needle } from "../a/x.ts";',
+      'src/app.ts:2:const url = "http://needle:8080";',
+      'src/deep/er/style.css:1:.needle { color: red }',
+      'src/deep/er/view.tsx:1:export const View = () => needle;',
+    ];
+    const queries: Array<[Record<string, unknown>, string[]]> = [
+      [{ pattern: 'needle' }, everyNeedle],
+      [{ pattern: 'needle', ignoreCase: true }, ['.env:1:NEEDLE=1', ...everyNeedle.slice(0, 3), 'a.txt:2:NEEDLE shouting', ...everyNeedle.slice(3)]],
+      [{ pattern: 'needle', glob: '*.ts' }, ['.hidden/config.ts:1:needle hidden', 'a/x.ts:1:export const needle = 1;', 'src/app.ts:1:import { needle } from "../a/x.ts";', 'src/app.ts:2:const url = "http://needle:8080";']],
+      [{ pattern: 'needle', glob: 'src/**/*.tsx' }, ['src/[id]/page.tsx:1:needle page', 'src/deep/er/view.tsx:1:export const View = () => needle;']],
+      [{ pattern: 'needle', glob: 'src/[id]/*' }, ['src/[id]/page.tsx:1:needle page']],
+      [{ pattern: 'needle', glob: '*.{md,txt}' }, ['a.txt:1:needle in a.txt', 'notes/crlf.txt:1:needle with crlf\r', 'notes/no-newline.txt:1:last needle', 'notes/unicode.md:1:naïve needle ✓ 😀']],
+      [{ pattern: 'needle', glob: '!*.{ts,tsx}', path: 'src' }, ['src/deep/er/style.css:1:.needle { color: red }']],
+      [{ pattern: 'needle', path: 'src', glob: 'deep/**' }, ['src/deep/er/style.css:1:.needle { color: red }', 'src/deep/er/view.tsx:1:export const View = () => needle;']],
+      [{ pattern: 'needle', path: 'link-to-src', glob: '*.css' }, ['link-to-src/deep/er/style.css:1:.needle { color: red }']],
+      [{ pattern: 'needle', path: 'a.txt' }, ['a.txt:1:needle in a.txt']],
+      [{ pattern: 'needle', path: 'a.txt', glob: '*.md' }, ['a.txt:1:needle in a.txt']],
+      [{ pattern: 'needle', path: 'node_modules/pkg/index.ts' }, ['node_modules/pkg/index.ts:1:needle in deps']],
+      [{ pattern: '^needle\\b' }, ['.hidden/config.ts:1:needle hidden', 'a.txt:1:needle in a.txt', 'notes/crlf.txt:1:needle with crlf\r', 'src/[id]/page.tsx:1:needle page']],
+      [{ pattern: 'needle$' }, ['notes/no-newline.txt:1:last needle']],
+      [{ pattern: 'http://[a-z]+:\\d+' }, ['src/app.ts:2:const url = "http://needle:8080";']],
     ];
 
-    it('finds matching lines as path:line:text, skipping .git, node_modules, binaries and symlinks (JS fallback)', async () => {
-      const { output, isError } = await run(toolsAt(root, { ripgrep: null }), 'grep', { pattern: 'needle' });
-      expect(isError).toBe(false);
-      expect(output).toBe(
-        [
-          '.hidden/config.ts:1:needle hidden',
-          'a/x.ts:1:export const needle = 1;',
-          'a.txt:1:needle in a.txt',
-          'notes/crlf.txt:1:needle with crlf\r',
-          'notes/no-newline.txt:1:last needle',
-          'notes/unicode.md:1:naïve needle ✓ 😀',
-          'src/[id]/page.tsx:1:needle page',
-          'src/app.ts:1:import { needle } from "../a/x.ts";',
-          'src/app.ts:2:const url = "http://needle:8080";',
-          'src/deep/er/style.css:1:.needle { color: red }',
-          'src/deep/er/view.tsx:1:export const View = () => needle;',
-        ].join('\n'),
-      );
-      expect((await run(toolsAt(root, { ripgrep: null }), 'grep', { pattern: 'needle', path: 'link-to-src', glob: '*.css' })).output).toBe('link-to-src/deep/er/style.css:1:.needle { color: red }');
+    it.each(queries)('%j finds path:line:text for each matching line, skipping .git, node_modules, binaries and symlinks', async (query, expected) => {
+      expect(await run(toolsAt(root), 'grep', query)).toEqual({ output: expected.join('\n'), isError: false });
     });
 
-    it('gives the same output with ripgrep as with the JS fallback', async (context) => {
-      const rg = findRipgrep(process.env.PATH);
-      if (rg === null) {
-        if (process.env.TURNLOOM_ALLOW_NO_RIPGREP === '1') return context.skip('rg is not on the PATH and TURNLOOM_ALLOW_NO_RIPGREP=1: the ripgrep grep is not tested');
-        throw new Error('rg (ripgrep) is not on the PATH: apt-get install ripgrep (or set TURNLOOM_ALLOW_NO_RIPGREP=1 to run without it)');
-      }
-      const withRipgrep = toolsAt(root, { ripgrep: rg });
-      const fallback = toolsAt(root, { ripgrep: null });
-      for (const query of queries) {
-        const expected = await run(fallback, 'grep', query);
-        expect(expected.isError, JSON.stringify(query)).toBe(false);
-        expect(await run(withRipgrep, 'grep', query), JSON.stringify(query)).toEqual(expected);
-      }
-      expect((await run(withRipgrep, 'grep', { pattern: 'needle' })).output.split('\n')).toHaveLength(11);
-      expect((await run(withRipgrep, 'grep', { pattern: 'no such text' })).output).toBe('no matches');
+    it('says when nothing matches, and what a binary file named outright is', async () => {
+      const tools = toolsAt(root);
+      expect(await run(tools, 'grep', { pattern: 'no such text anywhere' })).toEqual({ output: 'no matches', isError: false });
+      expect(await run(tools, 'grep', { pattern: 'needle', path: 'bin/data.bin' })).toEqual({
+        output: 'bin/data.bin is a binary file (a NUL byte at offset 20): it matches, but grep shows lines of text files only',
+        isError: false,
+      });
+      expect(await run(tools, 'grep', { pattern: 'nothing like it', path: 'bin/data.bin' })).toEqual({ output: 'no matches', isError: false });
     });
 
-    it('stops at 500 matches and says so, the same way with ripgrep and without', async () => {
+    it('stops at 500 matches and says so', async () => {
       writeTree(root, { 'many.txt': 'needle\n'.repeat(600) });
-      const rg = findRipgrep(process.env.PATH);
-      for (const ripgrep of rg === null ? [null] : [null, rg]) {
-        const { output } = await run(toolsAt(root, { ripgrep, maxOutputChars: 100_000 }), 'grep', { pattern: 'needle', path: 'many.txt' });
+      for (const path of ['many.txt', '.']) {
+        const { output } = await run(toolsAt(root, { maxOutputChars: 100_000 }), 'grep', { pattern: 'needle', path, glob: 'many.*' });
         const lines = output.split('\n');
         expect(lines).toHaveLength(501);
         expect(lines[499]).toBe('many.txt:500:needle');
@@ -128,14 +116,22 @@ describe('search tools', () => {
       }
     });
 
-    it('makes a bad regex a tool error, with ripgrep and without', async () => {
-      const rg = findRipgrep(process.env.PATH);
-      for (const ripgrep of rg === null ? [null] : [null, rg]) {
-        const { output, isError } = await run(toolsAt(root, { ripgrep }), 'grep', { pattern: 'needle(' });
-        expect(isError).toBe(true);
-        expect(output).toMatch(/regex/i);
-      }
-      expect(await run(toolsAt(root, { ripgrep: null }), 'grep', { pattern: 'x', path: 'missing' })).toEqual({ output: 'no such file: missing', isError: true });
+    it('makes a bad regex or glob a tool error saying what is wrong', async () => {
+      const tools = toolsAt(root);
+      expect(await run(tools, 'grep', { pattern: 'needle(' })).toEqual({ output: 'invalid regex: unclosed group', isError: true });
+      expect((await run(tools, 'grep', { pattern: '(?<=x)a' })).output).toMatch(/^invalid regex: look-around, .* is not supported$/);
+      expect(await run(tools, 'grep', { pattern: 'x', path: 'missing' })).toEqual({ output: 'no such file: missing', isError: true });
     });
+  });
+
+  it('glob and grep, with no ripgrep to run, say what to install', async () => {
+    for (const [name, input] of [
+      ['glob', { pattern: '*' }],
+      ['grep', { pattern: 'needle' }],
+    ] as const) {
+      const { output, isError } = await run(toolsAt(root, { ripgrep: null }), name, input);
+      expect(isError).toBe(true);
+      expect(output).toMatch(new RegExp(`^${name} needs ripgrep \\(rg\\), which is not installed here: .*install ripgrep \\(apt-get install ripgrep`));
+    }
   });
 });

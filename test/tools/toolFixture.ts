@@ -34,4 +34,4 @@ export function run(tools: WorkspaceTools, name: string, input: unknown): Promis
   return tools.execute(toolCall(name, input), new AbortController().signal);
 }
 
-export const toolsAt = (root: string, options: Omit<WorkspaceToolsOptions, 'root'> = {}): WorkspaceTools => new WorkspaceTools({ root, ripgrep: null, ...options });
+export const toolsAt = (root: string, options: Omit<WorkspaceToolsOptions, 'root'> = {}): WorkspaceTools => new WorkspaceTools({ root, ...options });

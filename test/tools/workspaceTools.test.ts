@@ -75,7 +75,7 @@ describe('workspace tools executor', () => {
     expect((await run(tools, 'read', { path: 'a.txt' })).output).toBe('     1\talpha\n');
   });
 
-  it('finds rg on the PATH by itself and uses the JS grep when told to', async () => {
+  it('finds ripgrep by itself: the one turnloom brings, with no rg on the PATH', async () => {
     const found = await run(toolsAt(root, { ripgrep: undefined, env: { PATH: '/nonexistent' } }), 'grep', { pattern: 'alpha' });
     expect(found).toEqual({ output: 'a.txt:1:alpha', isError: false });
   });

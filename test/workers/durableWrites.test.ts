@@ -65,7 +65,7 @@ describe('durable writes per turn', () => {
     const handle = await client.startTurn({ threadId: thread.id, text: 'go' });
     const settled = await handle.done;
     expect(settled.state).toBe('completed');
-    expect(settled.text).toBe('x'.repeat(2_000) + 'y'.repeat(500));
+    expect(settled.text).toBe(`${'x'.repeat(2_000)}\n\n${'y'.repeat(500)}`);
     expect(seen.executingOnDisk).toBe(true);
 
     const worker = commits.filter((batch) => batch.commandId.startsWith('sys:record:'));

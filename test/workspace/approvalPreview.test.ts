@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { MAX_PREVIEW_PATCH_CHARS } from '../../domain/index.ts';
+import { MAX_PREVIEW_PATCH_CHARS, type ProviderMessage } from '../../domain/index.ts';
 import { type WorkspaceFixture, openWorkspaceFixture, toolSteps } from './workspaceFixture.ts';
 
 let ws: WorkspaceFixture | undefined;
@@ -34,6 +34,7 @@ describe('an approval shows what it allows, worked out before asking', () => {
       deletions: 1,
       created: false,
       cut: false,
+      digest: expect.stringMatching(/^sha256:[0-9a-f]{64}$/),
     });
     expect(readFileSync(join(ws.repo.path, 'a.txt'), 'utf8')).toBe('first line\n');
   });
@@ -66,5 +67,25 @@ describe('an approval shows what it allows, worked out before asking', () => {
     const gitFolder = (await previewOf(ws)).approval.preview;
     expect(gitFolder).toMatchObject({ kind: 'unavailable' });
     expect((gitFolder as { reason: string }).reason).toContain(".git folder");
+  });
+
+  it.each([
+    { tool: 'write', input: { path: 'a.txt', content: 'the model wrote this\n' }, created: false },
+    { tool: 'edit', input: { path: 'a.txt', oldText: 'first', newText: 'model' }, created: false },
+    { tool: 'write', input: { path: 'fresh.txt', content: 'the model wrote this\n' }, created: true },
+  ])('a $tool approved after the person changed the file meanwhile is refused, and the person\'s edit stays (created: $created)', async ({ tool, input, created }) => {
+    ws = await openWorkspaceFixture(toolSteps({ name: tool, input }));
+    const { threadId, approval } = await previewOf(ws);
+    expect(approval.preview).toMatchObject({ kind: 'diff', created, digest: created ? 'absent' : expect.stringMatching(/^sha256:/) });
+    const file = join(ws.repo.path, input.path);
+    const persons = 'first line, changed by the person\n';
+    ws.repo.write(input.path, persons);
+    await ws.client.call('approval.respond', { threadId, approvalId: approval.id, decision: 'once' });
+    const turnId = approval.turnId;
+    expect((await ws.settled(threadId, turnId)).state).toBe('completed');
+    expect(readFileSync(file, 'utf8')).toBe(persons);
+    const results = ws.requests.at(-1)!.messages.filter((message): message is Extract<ProviderMessage, { role: 'tool' }> => message.role === 'tool');
+    expect(results.at(-1)).toMatchObject({ name: tool, isError: true });
+    expect(results.at(-1)!.output).toBe(`${input.path} changed after the approval was asked (the diff shown is no longer what the call would do); read it again and redo the change`);
   });
 });
