@@ -21,7 +21,7 @@ export { wellFormed, wellFormedString } from './wellFormed.ts';
 export type { PermissionMode, PermissionDecision, PermissionRule, Permissions, PermissionCall } from './permissions.ts';
 export type { CommandLine } from './commandLine.ts';
 export { splitCommandLine } from './commandLine.ts';
-export { permissionModes, defaultPermissions, decidePermission, stricterMode, wildcardMatches } from './permissions.ts';
+export { permissionModes, defaultPermissions, decidePermission, stricterMode, widening, wildcardMatches } from './permissions.ts';
 export { childId } from './derivedIds.ts';
 export { cutToFit, jsonBytes } from './cutToFit.ts';
 export type { ActorTransition, RefusedEvent, Inspection } from './inspection.ts';

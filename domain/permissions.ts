@@ -17,6 +17,29 @@ export const stricterMode = (a: PermissionMode, b: PermissionMode): PermissionMo
 
 export type PermissionDecision = 'allow' | 'ask' | 'deny';
 
+/** Whether `next` lets more run unasked than `current`. */
+const widerMode = (next: PermissionMode, current: PermissionMode): boolean => strictness[next] > strictness[current];
+
+const sameRule = (a: PermissionRule, b: PermissionRule): boolean =>
+  a.tool === b.tool && a.pattern === b.pattern && a.decision === b.decision && (a.match ?? 'wildcard') === (b.match ?? 'wildcard');
+
+/**
+ * What a change of permissions allows in advance that `current` did not:
+ * a wider mode, a new `allow` rule, or a dropped `ask`/`deny` rule. Each is
+ * an approval given before the call is seen, so only whoever may answer
+ * approvals may make it; `null` when the change only keeps or narrows.
+ */
+export function widening(current: Permissions, next: { mode?: PermissionMode | null | undefined; rules?: readonly PermissionRule[] | null | undefined }): string | null {
+  if (next.mode && widerMode(next.mode, current.mode)) return `mode "${next.mode}" is wider than the thread's "${current.mode}"`;
+  if (!next.rules) return null;
+  const added = next.rules.find((rule) => rule.decision === 'allow' && !current.rules.some((kept) => sameRule(kept, rule)));
+  if (added) return `the rule allowing ${added.tool} "${added.pattern}" is new`;
+  const dropped = current.rules.find((rule) => rule.decision !== 'allow' && !next.rules!.some((kept) => sameRule(kept, rule)));
+  if (dropped) return `the rule that makes ${dropped.tool} "${dropped.pattern}" ${dropped.decision} is dropped`;
+  return null;
+}
+
+
 /**
  * A thread's rule for some calls: `tool` is a tool name or `*`; `pattern`
  * is what the call touches (a path, a command), taken as `match` says:

@@ -1,13 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import { isInbox } from '../../bus/index.ts';
-import { type ListedThread, type ProviderChoice, TurnloomError, fitEvent, jsonBytes, summarizeChanges } from '../../domain/index.ts';
+import { type ListedThread, type ProviderChoice, TurnloomError, defaultPermissions, fitEvent, jsonBytes, summarizeChanges } from '../../domain/index.ts';
 import { runRevert } from './revertFlow.ts';
 import type { WorkerDirectory } from './workerDirectory.ts';
 import { startOutcome } from '../engine/turnQueue.ts';
 import { derivedId } from '../engine/commands.ts';
 import { patchOfFile } from './checkpointPatch.ts';
 import type { Engine, SubmitOptions } from '../engine/engine.ts';
-import { mayUse, readableThread, requireThread } from './access.ts';
+import { mayUse, readableThread, requireApprovalInAdvance, requireThread } from './access.ts';
 import { type ApiResults, EVENT_ENVELOPE_BYTES, type PendingApproval, type WireEvent } from '../../protocol/apiResults.ts';
 import type { ApiMethod, ApiParams } from '../../protocol/apiSchemas.ts';
 import { type Principal, type Scope, scopes } from './auth.ts';
@@ -103,6 +103,7 @@ export const apiHandlers: { [M in ApiMethod]: Handler<M> } = {
   'thread.create': {
     scope: 'operate',
     handle: ({ engine, principal }, params) => {
+      requireApprovalInAdvance(principal, 'thread.create', defaultPermissions(), params);
       const commandId = commandIdOf(params);
       const threadId = params.threadId ?? derivedId('thr', commandId);
       return engine.submit(
@@ -132,7 +133,7 @@ export const apiHandlers: { [M in ApiMethod]: Handler<M> } = {
   'thread.configure': {
     scope: 'operate',
     handle: async ({ engine, principal }, params) => {
-      requireThread(engine, principal, params.threadId);
+      requireApprovalInAdvance(principal, 'thread.configure', (await readableThread(engine, principal, params.threadId)).permissions, params);
       return engine.submit(
         { type: 'thread.configure', commandId: commandIdOf(params), threadId: params.threadId, mode: params.mode ?? null, rules: params.rules ?? null, compaction: params.compaction ?? null, ...(params.agent ? { agent: params.agent } : {}) },
         idOrigin(params),
@@ -201,7 +202,8 @@ export const apiHandlers: { [M in ApiMethod]: Handler<M> } = {
   'turn.start': {
     scope: 'operate',
     handle: async ({ engine, principal, workers, defaultProvider, agentProviders, providers, telemetry, traceparent }, params) => {
-      requireThread(engine, principal, params.threadId);
+      if (params.mode) requireApprovalInAdvance(principal, 'turn.start', (await readableThread(engine, principal, params.threadId)).permissions, params);
+      else requireThread(engine, principal, params.threadId);
       workers.admitTurn();
       if (params.provider && providers && !providers.includes(params.provider.name)) {
         throw new TurnloomError('invalid_payload', `unknown provider "${params.provider.name}"; this server runs ${providers.join(', ')}`, {

@@ -5,7 +5,7 @@ import { startTicksOf } from '../../adapters/processIdentity.ts';
 import { type FunctionTool, FunctionTools, combineTools, isFunctionTool } from '../../adapters/tools/index.ts';
 import { JSON_TYPE, type Subjects, decode, subjects as subjectsFor } from '../../bus/index.ts';
 import { ThreadWatch } from '../../protocol/threadWatch.ts';
-import { type AgentProfile, builtinAgents, type Bus, DEFAULT_AGENT, type BusSubscription, DEFAULT_ENVIRONMENT, type Logger, type ProviderAdapter, errorFields, silentLogger, type ProviderChoice, type ToolExecutor, TurnloomError, type WorkspaceCheckpoints } from '../../domain/index.ts';
+import { type AgentProfile, builtinAgents, type Bus, type BusError, DEFAULT_AGENT, type BusSubscription, DEFAULT_ENVIRONMENT, type Logger, type ProviderAdapter, errorFields, silentLogger, type ProviderChoice, type ToolExecutor, TurnloomError, type WorkspaceCheckpoints } from '../../domain/index.ts';
 import { snapshotContext } from './turnContext.ts';
 import { type HelloAnswer, type RevertAnswer, revertTaskSchema } from '../dispatch/workerProtocol.ts';
 import { DEFAULT_MAX_PAYLOAD } from '../api/apiServer.ts';
@@ -112,6 +112,9 @@ export class Worker {
   private stopping = false;
   /** Whether the last hello was answered (a line is logged when that changes). */
   private heard = false;
+  private unlistenErrors: (() => void) | undefined;
+  /** The subjects it was refused, each said once: a refusal repeats with every heartbeat. */
+  private readonly refused = new Set<string>();
 
   constructor(private readonly options: WorkerOptions) {
     this.bus = options.bus;
@@ -153,6 +156,7 @@ export class Worker {
 
   /** Starts listening for offers and saying hello; an engine that is not there yet is waited for. */
   async start(): Promise<this> {
+    this.unlistenErrors = this.bus.onError((error) => this.refusedBy(error));
     this.offers = this.bus.subscribe(this.subjects.offers(this.environment), (message) => {
       let offer: z.output<typeof offerSchema>;
       try {
@@ -174,6 +178,24 @@ export class Worker {
     await this.bus.flush();
     await this.beat();
     return this;
+  }
+
+  /**
+   * NATS refuses a subject its user may not use without a word to the
+   * request that needed it (the request only times out), so a worker whose
+   * user lacks a permission would wait for ever, silently: say which.
+   */
+  private refusedBy(error: BusError): void {
+    const { environment, subjects } = this;
+    const subject = String(error.details?.subject ?? '');
+    const tail = subjects.tailOf(subject) ?? '';
+    const ours = [`work.offer.${environment}`, `work.task.${environment}`, `worker.${environment}.`, `live.${environment}.`];
+    if (error.kind !== 'permission' || this.refused.has(subject) || !ours.some((own) => tail.startsWith(own))) return;
+    this.refused.add(subject);
+    this.log.error(
+      { workerId: this.workerId, environment, subject, error: error.message },
+      'this worker cannot join its engine: its NATS user may not use a subject the worker protocol needs (see docs/nats/turnloom-permissions.conf)',
+    );
   }
 
   /** Undoes what a revert's turns changed, unless a turn of that thread is running here (it would write over the files put back). */
@@ -334,6 +356,7 @@ export class Worker {
   async stop(): Promise<void> {
     this.stopping = true;
     clearTimeout(this.heartbeat);
+    this.unlistenErrors?.();
     this.offers?.unsubscribe();
     this.tasks?.unsubscribe();
     const sideWork = this.sideWork?.stop();

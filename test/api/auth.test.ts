@@ -116,6 +116,42 @@ describe('principals and scopes', () => {
     await alice.call('approval.respond', { threadId, approvalId: 'a-alice', decision: 'approve' });
   });
 
+  it('lets operate keep or narrow what a thread allows, but widening it (a mode, an allow rule) needs the approve scope', async () => {
+    const olive = await clientFor('operator-token-0123456789');
+    const alice = await clientFor('alice-token-0123456789');
+    const before = fx.store.lastSeq();
+    const refusals: [string, Promise<unknown>][] = [
+      ['create full', olive.call('thread.create', { title: 'wide', mode: 'full' })],
+      ['create allow rule', olive.call('thread.create', { title: 'wide', rules: [{ tool: 'bash', pattern: '*', decision: 'allow' }] })],
+    ];
+    for (const [what, attempt] of refusals) expect(`${what}: ${await codeOf(attempt)}`).toBe(`${what}: forbidden`);
+    expect(fx.store.lastSeq()).toBe(before);
+
+    const { threadId } = await olive.call('thread.create', { title: 'olive asks', rules: [{ tool: 'bash', pattern: 'rm *', decision: 'deny' }] });
+    const refused = await olive.call('turn.start', { threadId, input: { text: 'run it all' }, mode: 'full' }).catch((error: TurnloomError) => error);
+    expect(refused).toMatchObject({ code: 'forbidden', details: { principal: 'olive', scope: 'approve', method: 'turn.start' } });
+    expect((refused as TurnloomError).message).toContain('mode "full" is wider than the thread\'s "ask"');
+    const steps: [string, Promise<unknown>][] = [
+      ['configure auto-edits', olive.call('thread.configure', { threadId, mode: 'auto-edits' })],
+      ['configure dropping the deny rule', olive.call('thread.configure', { threadId, rules: [] })],
+      ['configure adding an allow rule', olive.call('thread.configure', { threadId, rules: [{ tool: 'bash', pattern: 'rm *', decision: 'deny' }, { tool: 'bash', pattern: 'curl*', decision: 'allow' }] })],
+    ];
+    for (const [what, attempt] of steps) expect(`${what}: ${await codeOf(attempt)}`).toBe(`${what}: forbidden`);
+    const unchanged = (await olive.call('thread.get', { threadId })).thread;
+    expect(unchanged.permissions).toEqual({ mode: 'ask', rules: [{ tool: 'bash', pattern: 'rm *', decision: 'deny' }] });
+    expect(Object.keys(unchanged.turns)).toEqual([]);
+
+    // Keeping or narrowing is operate's own; the owner with approve may widen.
+    await olive.call('thread.configure', { threadId, mode: 'read-only' });
+    await olive.call('thread.configure', { threadId, mode: 'ask', rules: [{ tool: 'bash', pattern: 'rm *', decision: 'deny' }, { tool: 'bash', pattern: 'git push*', decision: 'ask' }] }).then(
+      () => expect.unreachable('ask after read-only widens'),
+      (error: TurnloomError) => expect(error.code).toBe('forbidden'),
+    );
+    const { threadId: alices } = await alice.call('thread.create', { title: 'alice decides', mode: 'auto-edits' });
+    await alice.call('thread.configure', { threadId: alices, mode: 'full', rules: [{ tool: 'bash', pattern: 'npm test*', decision: 'allow' }] });
+    expect((await alice.call('thread.get', { threadId: alices })).thread.permissions.mode).toBe('full');
+  });
+
   it('refuses a missing or unknown token, but answers health to anyone', async () => {
     expect(await codeOf((await clientFor()).call('thread.list', {}))).toBe('forbidden');
     expect(await codeOf((await clientFor('wrong-token-0123456789')).call('thread.list', {}))).toBe('forbidden');
@@ -213,6 +249,31 @@ describe('the shipped NATS permissions (docs/nats/turnloom-permissions.conf) on 
     const { turnId } = await api.call('turn.start', { threadId, input: { text: 'go' } });
     await expect.poll(async () => (await api.call('thread.get', { threadId })).thread.turns[turnId]!.state, { timeout: 10_000 }).toBe('completed');
     expect((await api.call('thread.get', { threadId })).thread.turns[turnId]!.messages[1].parts[0]!.text).toBe('done under permissions');
+    await worker.stop();
+  });
+
+  it('lets the engine user run its own local worker, as `serve --nats-user engine` does', async () => {
+    const engineBus = await as('engine');
+    const refusals: BusError[] = [];
+    engineBus.onError((error) => refusals.push(error));
+    const worker = await new Worker({ bus: engineBus, workerId: 'local-worker', adapterFor: () => new ScriptedProvider({ steps: [[{ text: 'done by the local worker' }]] }) }).start();
+    const api = new TurnloomClient(await as('client'));
+    const { threadId } = await api.call('thread.create', { title: 'run by the engine user' });
+    const { turnId } = await api.call('turn.start', { threadId, input: { text: 'go' } });
+    await expect.poll(async () => (await api.call('thread.get', { threadId })).thread.turns[turnId]!.state, { timeout: 10_000 }).toBe('completed');
+    expect((await api.call('thread.get', { threadId })).thread.turns[turnId]!.messages[1].parts[0]!.text).toBe('done by the local worker');
+    await worker.stop();
+    expect(refusals.map((error) => error.message)).toEqual([]);
+  });
+
+  it('a worker whose NATS user may not use the worker subjects says so, once a subject', async () => {
+    const said: { fields: Record<string, unknown>; message: string }[] = [];
+    const log = { debug: () => {}, info: () => {}, warn: () => {}, error: (fields: Record<string, unknown>, message: string) => said.push({ fields, message }) };
+    const worker = await new Worker({ bus: await as('client'), workerId: 'misconfigured', log, adapterFor: () => new ScriptedProvider({ steps: [] }) }).start();
+    await expect.poll(() => said.map(({ fields }) => fields.subject), { timeout: 10_000 }).toContain('turnloom.v1.work.offer.default');
+    await expect.poll(() => said.map(({ fields }) => fields.subject), { timeout: 10_000 }).toContain('turnloom.v1.worker.default.hello');
+    expect(said[0]!.message).toMatch(/^this worker cannot join its engine: its NATS user may not use a subject/);
+    expect(new Set(said.map(({ fields }) => fields.subject)).size).toBe(said.length);
     await worker.stop();
   });
 
