@@ -165,6 +165,11 @@ async function runTurnToEnd(work: TurnWork): Promise<void> {
       const stop = signal.reason as StopReason;
       // The engine took the turn away: it closed what was open, and anything more would be fenced.
       if (stop.kind === 'leaseLost') return;
+      // An orderly stop leaves a turn that waits only for a person as a crash would: the question stays open, answerable after a restart, and whoever takes the turn next goes on from the answer.
+      if (stop.kind === 'shutdown' && turn().approvals.some((approval) => approval.state === 'pending')) {
+        await outbox.flushed();
+        return;
+      }
       if (stop.kind === 'engineAway') {
         await settle({ kind: 'failed', error: stop.reason });
         return;
