@@ -66,6 +66,13 @@ export interface ToolExecutor {
   handles?(call: ToolCall): boolean;
   classify(call: ToolCall): ToolClass;
   /**
+   * Why the call cannot run as the model wrote it (a tool nobody offers, an
+   * input its schema refuses), in words for the model; `null` or left out:
+   * it may run. Asked before anybody is asked to allow the call, so a person
+   * never approves what would only fail.
+   */
+  validate?(call: ToolCall): string | null;
+  /**
    * What the call would change, for the person asked to allow it, worked out
    * without changing anything (a file's diff, a command and its folder);
    * `null` or left out: nothing to show. Never throws: why a preview could

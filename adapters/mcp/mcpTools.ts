@@ -135,6 +135,13 @@ export class McpTools implements ToolExecutor {
     return { kind: 'command', subject: call.name };
   }
 
+  /** The name and the arguments' shape are checked here; the server checks its own schema when the call runs. */
+  validate(call: ToolCall): string | null {
+    if (!this.offered().has(call.name)) return `no tool named ${call.name}; available: ${[...this.offered().keys()].join(', ') || 'none'}`;
+    const input = callArguments(call.name, call.input);
+    return 'invalid' in input ? input.invalid : null;
+  }
+
   async execute(call: ToolCall, signal: AbortSignal, _turnId?: string): Promise<ToolResult> {
     if (signal.aborted) return { output: 'interrupted', isError: true };
     const offered = this.offered().get(call.name);

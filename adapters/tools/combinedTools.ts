@@ -14,16 +14,21 @@ export function combineTools(...executors: ToolExecutor[]): ToolExecutor {
     const seen = new Set<string>();
     return executors.flatMap((executor) => executor.specs()).filter((spec) => !seen.has(spec.name) && seen.add(spec.name));
   };
+  const unknownTool = (call: ToolCall) => `no tool named ${call.name}; available: ${specs().map((spec) => spec.name).join(', ')}`;
   return {
     specs,
     handles: (call) => owner(call) !== undefined,
     // No executor has it, so nothing will run: it gets only its error, and nobody need be asked.
     classify: (call): ToolClass => owner(call)?.classify(call) ?? { kind: 'read', subject: '' },
+    validate: (call) => {
+      const executor = owner(call);
+      return executor ? (executor.validate?.(call) ?? null) : unknownTool(call);
+    },
     preview: async (call) => (await owner(call)?.preview?.(call)) ?? null,
     execute: async (call, signal, turnId, onOutput): Promise<ToolResult> => {
       const executor = owner(call);
       if (executor) return executor.execute(call, signal, turnId, onOutput);
-      return { output: `no tool named ${call.name}; available: ${specs().map((spec) => spec.name).join(', ')}`, isError: true };
+      return { output: unknownTool(call), isError: true };
     },
     // Every executor ends its part, even when one fails; the first failure is then reported.
     endTurn: async (turnId) => {

@@ -45,6 +45,8 @@ export interface FunctionTool {
   readonly description: string;
   /** The JSON Schema of its input, as the model is shown it. */
   readonly parameters: Record<string, unknown>;
+  /** Why a call with this input cannot run (it does not parse), for the model; `null`: it can. */
+  problems(input: unknown): string | null;
   /** The permission kind of a call with this input; one whose input does not parse runs nothing, so it asks nobody (`read`). */
   kindOf(input: unknown): ToolKind;
   /** Runs one call: never throws; a bad input or a failure is a result with `isError`. */
@@ -100,6 +102,10 @@ export function tool<Parameters extends z.ZodObject>(options: ToolOptions<Parame
     name,
     description,
     parameters: schema,
+    problems(input) {
+      const parsed = parse(input);
+      return parsed.ok ? null : `invalid input for ${name}: ${parsed.problems}`;
+    },
     kindOf(input) {
       const parsed = parse(input);
       if (!parsed.ok) return 'read';
@@ -161,6 +167,7 @@ export class FunctionTools {
       handles: (call) => named(call) !== undefined,
       // Like an MCP tool's, a call's subject is the tool's name: a rule (or an `always` answer) allows the tool.
       classify: (call): ToolClass => ({ kind: named(call)?.kindOf(call.input) ?? 'read', subject: call.name }),
+      validate: (call) => named(call)?.problems(call.input) ?? `no tool named ${call.name}`,
       execute: async (call, signal) => {
         const each = named(call);
         if (!each) return { output: `no tool named ${call.name}`, isError: true };

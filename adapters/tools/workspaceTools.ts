@@ -147,6 +147,15 @@ export class WorkspaceTools implements ToolExecutor {
     return prepared.outlivesCall ? { kind: tool.kind, subject: prepared.subject, outlivesCall: true } : { kind: tool.kind, subject: prepared.subject };
   }
 
+  validate(call: ToolCall): string | null {
+    const tool = toolNamed(call.name);
+    if (tool === undefined) return `no tool named ${call.name}; available: ${workspaceToolNames.join(', ')}`;
+    const unparsed = unparsedArguments(call.input);
+    if (unparsed !== null) return `invalid input for ${call.name}: the arguments were not valid JSON: ${unparsed}`;
+    const prepared = tool.prepare(call.input, this.workspace);
+    return prepared.ok ? null : `invalid input for ${call.name}: ${prepared.problems}`;
+  }
+
   async preview(call: ToolCall): Promise<ApprovalPreview | null> {
     const tool = toolNamed(call.name);
     const prepared = tool?.prepare(call.input, this.workspace);

@@ -28,6 +28,7 @@ export function withTaskTool(work: TurnWork, rest: ToolExecutor): ToolExecutor {
     specs: () => [...rest.specs().filter((spec) => spec.name !== TASK_TOOL), taskToolSpec(agents())],
     // Delegating changes nothing by itself: the child asks for what it does under its own (never wider) permissions.
     classify: (call) => (isTask(call) ? { kind: 'read', subject: String((call.input as { agent?: unknown } | null)?.agent ?? '') } : rest.classify(call)),
+    validate: (call) => (isTask(call) ? taskProblem(work, call) : (rest.validate?.(call) ?? null)),
     preview: async (call) => (isTask(call) ? null : ((await rest.preview?.(call)) ?? null)),
     execute: (call, signal, turnId, onOutput) => (isTask(call) ? delegate(work, call) : rest.execute(call, signal, turnId, onOutput)),
   };
@@ -35,14 +36,21 @@ export function withTaskTool(work: TurnWork, rest: ToolExecutor): ToolExecutor {
 
 const partOfCall = (work: TurnWork, callId: string) => work.fold.context.view?.turns[work.turnId]?.messages[1].parts.find((part) => part.tool?.callId === callId);
 
+/** Why a `task` call cannot be delegated as written: its input, or an agent nobody defined. */
+function taskProblem(work: TurnWork, call: ToolCall): string | null {
+  const parsed = input.safeParse(call.input);
+  if (!parsed.success) return `invalid input for task: ${parsed.error.issues.map((issue) => `${issue.path.join('.') || 'input'}: ${issue.message}`).join('; ')}`;
+  if (!Object.hasOwn(work.agents, parsed.data.agent)) return `no agent "${parsed.data.agent}"; the agents are ${Object.keys(work.agents).join(', ')}`;
+  return null;
+}
+
 async function delegate(work: TurnWork, call: ToolCall): Promise<ToolResult> {
   const part = partOfCall(work, call.callId);
   if (!part) return { output: `no open tool call ${call.callId} to delegate`, isError: true };
   if (!part.task) {
-    const parsed = input.safeParse(call.input);
-    if (!parsed.success) return { output: `invalid input for task: ${parsed.error.issues.map((issue) => `${issue.path.join('.') || 'input'}: ${issue.message}`).join('; ')}`, isError: true };
-    const { agent, prompt, description } = parsed.data;
-    if (!Object.hasOwn(work.agents, agent)) return { output: `no agent "${agent}"; the agents are ${Object.keys(work.agents).join(', ')}`, isError: true };
+    const problem = taskProblem(work, call);
+    if (problem !== null) return { output: problem, isError: true };
+    const { agent, prompt, description } = input.parse(call.input);
     const { mode } = agentPermissions(work, turnAgent(work).profile);
     await work.outbox.record([
       { type: 'task.delegated', turnId: work.turnId, partId: part.id, toolCallId: call.callId, childThreadId: childThreadIdOf(work.threadId, call.callId), agent, prompt, description: description ?? null, mode },

@@ -366,6 +366,12 @@ async function runTool(work: TurnWork, call: ToolCall, tools: ToolExecutor, stre
     await work.outbox.record([{ type: 'part.failed', turnId, partId, error: `the ${agent.name} agent has no tool ${call.name}; it may use ${agentTools(agent.profile, tools.specs()).map((spec) => spec.name).join(', ') || 'none'}` }]);
     return;
   }
+  // Checked before anybody is asked: a person never approves a call that could only fail.
+  const invalid = asked ? null : (tools.validate?.(call) ?? null);
+  if (invalid !== null) {
+    await work.outbox.record([{ type: 'part.failed', turnId, partId, error: invalid }]);
+    return;
+  }
   const toolClass = tools.classify(call);
   const { kind, subject } = toolClass;
   const { mode, permissions } = agentPermissions(work, agent.profile);

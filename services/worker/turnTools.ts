@@ -1,10 +1,13 @@
 import type { ToolCall, ToolExecutor, ToolResult } from '../../domain/index.ts';
 
+const noTool = (call: ToolCall) => `no tool named ${call.name} is available: this worker serves no workspace`;
+
 const noWorkspace: ToolExecutor = {
   specs: () => [],
   // Nothing can run here, so there is nothing to ask anyone about: the call only gets its error.
   classify: () => ({ kind: 'read', subject: '' }),
-  execute: async (call) => ({ output: `no tool named ${call.name} is available: this worker serves no workspace`, isError: true }),
+  validate: (call) => noTool(call),
+  execute: async (call) => ({ output: noTool(call), isError: true }),
 };
 
 /**
@@ -19,6 +22,7 @@ export function turnTools(own: ToolExecutor | undefined, workspace: ToolExecutor
   return {
     specs: () => (workspace ? workspace.specs() : own.specs()),
     classify: (call) => pick(call).classify(call),
+    validate: (call) => pick(call).validate?.(call) ?? null,
     preview: async (call) => (await pick(call).preview?.(call)) ?? null,
     execute: (call, signal, turnId, onOutput): Promise<ToolResult> => pick(call).execute(call, signal, turnId, onOutput),
   };

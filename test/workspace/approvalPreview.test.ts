@@ -88,4 +88,20 @@ describe('an approval shows what it allows, worked out before asking', () => {
     expect(results.at(-1)).toMatchObject({ name: tool, isError: true });
     expect(results.at(-1)!.output).toBe(`${input.path} changed after the approval was asked (the diff shown is no longer what the call would do); read it again and redo the change`);
   });
+
+  it.each([
+    { what: 'a missing field', input: { path: 'a.txt', newText: 'b' }, error: 'invalid input for edit: oldText: expected string, received undefined' },
+    { what: 'an unknown field', input: { path: 'a.txt', oldText: 'first', newText: 'b', force: true }, error: 'invalid input for edit: Unrecognized key: "force"' },
+  ])('an edit with $what is refused before anybody is asked: the model reads why, and nothing changes', async ({ input, error }) => {
+    ws = await openWorkspaceFixture(toolSteps({ name: 'edit', input }));
+    const { threadId } = await ws.client.call('thread.create', {});
+    const { turnId } = await ws.client.call('turn.start', { threadId, input: { text: 'change it' } });
+    const turn = await ws.settled(threadId, turnId);
+    expect(turn.state).toBe('completed');
+    expect(turn.approvals).toEqual([]);
+    expect(readFileSync(join(ws.repo.path, 'a.txt'), 'utf8')).toBe('first line\n');
+    const results = ws.requests.at(-1)!.messages.filter((message): message is Extract<ProviderMessage, { role: 'tool' }> => message.role === 'tool');
+    expect(results.at(-1)).toMatchObject({ name: 'edit', isError: true });
+    expect(results.at(-1)!.output).toContain(error);
+  });
 });
