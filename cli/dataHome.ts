@@ -28,3 +28,13 @@ export function dataHome(env: NodeJS.ProcessEnv = process.env): string {
   const configured = env.XDG_DATA_HOME;
   return join(configured && isAbsolute(configured) ? configured : join(homedir(), '.local', 'share'), 'turnloom');
 }
+
+/**
+ * Where each stdio MCP server gets a folder of its own to run in: under the
+ * XDG cache home, outside the data home, which servers see empty as
+ * commands do (their folder cannot be inside what is hidden from them).
+ */
+export function mcpServersHome(env: NodeJS.ProcessEnv = process.env): string {
+  const configured = env.XDG_CACHE_HOME;
+  return join(configured && isAbsolute(configured) ? configured : join(homedir(), '.cache'), 'turnloom', 'mcp');
+}

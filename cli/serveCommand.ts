@@ -162,7 +162,7 @@ export async function serveCommand(args: string[]): Promise<number> {
     store = openStore(dataDir);
     if (connecting) ({ bus, claim } = await connecting);
     else bus = new InProcessHub(log).connect();
-    if (workspace) configured = await configuredWorker(config, workspace.workspace, workspace.tools, log);
+    if (workspace) configured = await configuredWorker(config, workspace, log);
     const limit = payloadLimit(maxPayload, bus, parts.DEFAULT_MAX_PAYLOAD);
     if (values.cluster && bus instanceof NatsBus) {
       const info = bus.connection.info;

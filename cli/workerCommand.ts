@@ -60,7 +60,7 @@ export async function workerCommand(args: string[]): Promise<number> {
     await telemetry.stop();
     throw error;
   });
-  const configured = await configuredWorker(config, workspace.workspace, workspace.tools, log);
+  const configured = await configuredWorker(config, workspace, log);
   try {
     const worker = await new Worker({
       bus,

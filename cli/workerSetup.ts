@@ -1,10 +1,11 @@
 import { dirname, join } from 'node:path';
 import { combineTools } from '../adapters/tools/index.ts';
-import { type AgentProfile, type Logger, type McpServerSpec, type ProviderChoice, type ToolExecutor, builtinAgents, silentLogger } from '../domain/index.ts';
+import { type AgentProfile, type Logger, type McpServerSpec, type ProviderChoice, builtinAgents, silentLogger } from '../domain/index.ts';
 import { type TurnloomConfig, userConfigPath } from '../services/config/index.ts';
 import type { WorkerOptions } from '../services/worker/index.ts';
 import { UsageError } from './cliErrors.ts';
-import { dataHome } from './dataHome.ts';
+import { mcpServersHome } from './dataHome.ts';
+import type { WorkspaceSetup } from './workspaceSetup.ts';
 
 /** What the configuration adds to a worker: its agents, its MCP tools beside the workspace's, the user's instructions file. */
 export interface ConfiguredWorker {
@@ -50,10 +51,11 @@ function serverSpecs(config: TurnloomConfig): McpServerSpec[] {
 }
 
 /** Starts what the configuration asks of a worker on `workspace` (with `tools`, the workspace's own). */
-export async function configuredWorker(config: TurnloomConfig, workspace: string, tools: ToolExecutor, log: Logger = silentLogger): Promise<ConfiguredWorker> {
+export async function configuredWorker(config: TurnloomConfig, setup: Pick<WorkspaceSetup, 'workspace' | 'tools' | 'hidden'>, log: Logger = silentLogger): Promise<ConfiguredWorker> {
+  const { workspace, tools, hidden } = setup;
   const servers = serverSpecs(config);
   // The MCP SDK is loaded only when there are servers: every command would pay for it otherwise.
-  const mcp = servers.length > 0 ? await (await import('../adapters/mcp/index.ts')).McpTools.start({ servers, root: workspace, home: join(dataHome(), 'mcp'), log }) : null;
+  const mcp = servers.length > 0 ? await (await import('../adapters/mcp/index.ts')).McpTools.start({ servers, root: workspace, home: mcpServersHome(), hidden, log }) : null;
   const notes = (mcp?.status() ?? []).map((server) => (server.state === 'ready' ? `  mcp ${server.name}: ${server.tools} tools` : `  mcp ${server.name}: not started: ${server.error ?? server.state}`));
   return {
     options: {

@@ -27,6 +27,8 @@ export interface WorkspaceSetup {
   summary: string;
   /** A warning line for the console when commands cannot run isolated here, saying what that exposes and what to do; null when they can. */
   isolationWarning: string | null;
+  /** What isolated commands, and MCP servers, see empty: turnloom's data and the secret files this process reads. */
+  hidden: string[];
 }
 
 /** What running commands without isolation exposes, and the ways out, in one line. */
@@ -37,14 +39,15 @@ const isolationWarning = (reason: string): string =>
  * The folder a worker's model works in: its tools, and its checkpoints when
  * it is a git repository; `dataDir`, this process's data folder, is never
  * part of a checkpoint (its marker says so too, but a tool may delete that).
- * Commands see it, turnloom's folder under the XDG data home (the threads
- * of every workspace) and `secretFiles` (an auth file, NATS credentials)
- * empty, when they run isolated.
+ * Commands and MCP servers see it, turnloom's folder under the XDG data
+ * home (the threads of every workspace) and `secretFiles` (an auth file,
+ * NATS credentials) empty, when they run isolated.
  */
 export async function workspaceSetup(command: string, option: string, dir: string, dataDir: string | null, secretFiles: readonly string[] = []): Promise<WorkspaceSetup> {
   const workspace = resolve(dir);
   if (!statSync(workspace, { throwIfNoEntry: false })?.isDirectory()) throw new UsageError(`${command}: ${option} ${workspace} is not a folder`);
-  const opened = await openWorkspace(workspace, { exclude: dataDir === null ? [] : [dataDir], hide: [dataHome(), ...(dataDir === null ? [] : [dataDir]), ...secretFiles] });
+  const hidden = [dataHome(), ...(dataDir === null ? [] : [dataDir]), ...secretFiles];
+  const opened = await openWorkspace(workspace, { exclude: dataDir === null ? [] : [dataDir], hide: hidden });
   const checkpointsOn = 'store' in opened.checkpoints;
   return {
     workspace,
@@ -53,5 +56,6 @@ export async function workspaceSetup(command: string, option: string, dir: strin
     checkpoints: opened.checkpoints,
     summary: checkpointsOn ? `workspace ${workspace} (git checkpoints on)` : `workspace ${workspace} (not a git repository: no checkpoints)`,
     isolationWarning: opened.isolation.isolated ? null : isolationWarning(opened.isolation.reason),
+    hidden,
   };
 }

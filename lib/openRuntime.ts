@@ -72,7 +72,7 @@ export async function openRuntime(options: RuntimeOptions = {}): Promise<Runtime
   }
   try {
     const workspace = options.workspace === undefined ? null : await openWorkspace(options.workspace, { exclude: [data], hide: [data] });
-    mcp = workspace && options.mcpServers?.length ? await (await import('../adapters/mcp/index.ts')).McpTools.start({ servers: options.mcpServers, root: workspace.root, ...(options.log ? { log: options.log } : {}) }) : null;
+    mcp = workspace && options.mcpServers?.length ? await (await import('../adapters/mcp/index.ts')).McpTools.start({ servers: options.mcpServers, root: workspace.root, hidden: [data], ...(options.log ? { log: options.log } : {}) }) : null;
     const executors: ToolExecutor[] = workspace ? [workspace.tools, ...(mcp ? [mcp] : [])] : [];
     const tools = [...executors, ...(options.tools ?? [])];
     const agents = { ...(options.agents ? { agents: options.agents } : {}), ...(options.defaultAgent ? { defaultAgent: options.defaultAgent } : {}) };

@@ -5,6 +5,7 @@ import { ErrorCode, McpError, type Tool } from '@modelcontextprotocol/sdk/types.
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { type Logger, type McpServerSpec, VERSION, errorFields, isStdioServer } from '../../domain/index.ts';
+import type { HiddenPaths } from '../tools/commandSandbox.ts';
 import type { McpCallAnswer } from './toolContent.ts';
 import { serverEnv } from './serverEnv.ts';
 import { StdioTransport } from './stdioTransport.ts';
@@ -34,6 +35,8 @@ export interface ConnectionSettings {
   env: NodeJS.ProcessEnv;
   /** Whether stdio servers run isolated (`isolatedProgram`). */
   isolated: boolean;
+  /** turnloom's own folders and secret files, shown empty to an isolated stdio server, as to commands. */
+  hidden: HiddenPaths;
   startTimeoutMs: number;
   log: Logger;
 }
@@ -282,6 +285,7 @@ export class McpServerConnection {
           env: serverEnv(settings.env, spec.env),
           cwd: spec.cwd === undefined ? serverFolder(settings.home, spec.name) : path.resolve(settings.root, spec.cwd),
           isolated: settings.isolated,
+          hidden: settings.hidden,
         })
       : spec.transport === 'sse'
         ? new SSEClientTransport(new URL(spec.url), { requestInit: { headers: spec.headers ?? {} } })

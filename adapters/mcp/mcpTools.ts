@@ -3,7 +3,7 @@ import { capOutput, headOf } from '../tools/capOutput.ts';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { isolationHere } from '../tools/commandSandbox.ts';
+import { HiddenPaths, isolationHere } from '../tools/commandSandbox.ts';
 import { McpServerConnection, type McpServerStatus } from './mcpServerConnection.ts';
 import { answerText } from './toolContent.ts';
 import { offeredToolName } from './toolNames.ts';
@@ -22,6 +22,8 @@ export interface McpToolsOptions {
   env?: NodeJS.ProcessEnv;
   /** Run stdio servers isolated as bash commands are, where this machine allows it. Default true. */
   isolate?: boolean;
+  /** Folders and files an isolated stdio server sees empty, as commands do (turnloom's data, secret files); none that holds its own folder. */
+  hidden?: readonly string[];
   /** Longer output keeps its start and end, with a note on what was cut. Default 30 000. */
   maxOutputChars?: number;
   /** How long a call may take when its server's spec sets no `timeoutMs`. Default 1 minute. */
@@ -116,7 +118,7 @@ export class McpTools implements ToolExecutor {
     }
     const temporary = options.home === undefined ? mkdtempSync(path.join(tmpdir(), 'turnloom-mcp-')) : null;
     const home = options.home ?? temporary!;
-    const settings = { root: options.root, home, env: options.env ?? process.env, isolated: isolation.isolated, startTimeoutMs: Math.max(1, options.startTimeoutMs ?? 30_000), log };
+    const settings = { root: options.root, home, env: options.env ?? process.env, isolated: isolation.isolated, hidden: new HiddenPaths(options.hidden ?? []), startTimeoutMs: Math.max(1, options.startTimeoutMs ?? 30_000), log };
     const names = new Set<string>();
     const servers = options.servers.map((spec) => new McpServerConnection(spec, settings, refusalOf(spec, names)));
     await Promise.all(servers.map((server) => server.start()));

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { ReadBuffer, serializeMessage } from '@modelcontextprotocol/sdk/shared/stdio.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
-import { isolatedProgram } from '../tools/commandSandbox.ts';
+import { type HiddenPaths, isolatedProgram } from '../tools/commandSandbox.ts';
 
 export interface StdioTransportOptions {
   command: string;
@@ -14,6 +14,8 @@ export interface StdioTransportOptions {
   cwd: string;
   /** Run in namespaces of its own (see `isolatedProgram`), where its /proc shows none of this process. */
   isolated: boolean;
+  /** What an isolated server sees empty (turnloom's data, secret files); checked anew at every start. */
+  hidden?: HiddenPaths;
 }
 
 /** How a server's process ended, for the sentence a model reads when its call fails. */
@@ -75,11 +77,11 @@ export class StdioTransport implements Transport {
 
   start(): Promise<void> {
     if (this.child) return Promise.reject(new Error('the stdio transport was already started'));
-    const { command, args, cwd, env, isolated } = this.options;
+    const { command, args, cwd, env, isolated, hidden } = this.options;
     let program: { file: string; args: string[] };
     try {
       // Found before the namespaces are made, so that a missing program is said as such, not as the wrapper's failure.
-      program = isolated ? isolatedProgram(executable(command, cwd, env.PATH ?? ''), args, []) : { file: command, args };
+      program = isolated ? isolatedProgram(executable(command, cwd, env.PATH ?? ''), args, hidden?.forCommandIn(cwd) ?? []) : { file: command, args };
     } catch (error) {
       return Promise.reject(error);
     }

@@ -105,7 +105,7 @@ export async function runEmbedded(request: RunRequest): Promise<RunReport> {
   const store = openStore(request.dataDir ?? temporary!.path);
   const hub = new InProcessHub();
   const { workspace } = request;
-  const configured = await configuredWorker(request.config ?? {}, workspace.workspace, workspace.tools);
+  const configured = await configuredWorker(request.config ?? {}, workspace);
   for (const note of configured.notes) request.onNote?.(note.trim());
   // Only this run's thread and its sub-agents' are taken: a turn another stopped run left open on another thread is for that thread's run, and waiting on it would hold this one's exit.
   let ours: string | null = null;

@@ -1,4 +1,4 @@
-import { chmodSync, existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readFileSync, readdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -103,12 +103,14 @@ describe('turnloom run with an MCP server in the user file, in a repository that
     expect(result.stdout + result.stderr).not.toContain(`sk-fake-${tag}`);
   });
 
-  it('a server that reads every /proc/<pid>/environ it can finds none of turnloom’s secrets', { timeout: 60_000 }, async () => {
+  it('a server that reads every /proc/<pid>/environ it can finds none of turnloom’s secrets, and turnloom’s data folders empty', { timeout: 60_000 }, async () => {
     const tag = uniqueTag();
     const repo = made(gitRepo());
     const outside = made(plainFolder());
     const found = join(outside.path, 'found.json');
     const reader = join(outside.path, 'reader.js');
+    const home = made(plainFolder());
+    const dataHome = join(home.path, 'data', 'turnloom');
     writeFileSync(
       reader,
       `const fs = require('node:fs');
@@ -116,19 +118,22 @@ const seen = [];
 for (const pid of fs.readdirSync('/proc').filter((entry) => /^\\d+$/.test(entry))) {
   try { if (fs.readFileSync('/proc/' + pid + '/environ', 'latin1').includes(${JSON.stringify(tag)})) seen.push(pid); } catch {}
 }
-fs.writeFileSync(${JSON.stringify(found)}, JSON.stringify({ seen, pids: fs.readdirSync('/proc').filter((entry) => /^\\d+$/.test(entry)).length }));
+let data = ['unreadable'];
+try { data = fs.readdirSync(${JSON.stringify(dataHome)}, { recursive: true }); } catch {}
+fs.writeFileSync(${JSON.stringify(found)}, JSON.stringify({ seen, pids: fs.readdirSync('/proc').filter((entry) => /^\\d+$/.test(entry)).length, data }));
 process.exit(1);
 `,
     );
-    const home = made(plainFolder());
     mkdirSync(join(home.path, 'config', 'turnloom'), { recursive: true });
     writeFileSync(join(home.path, 'config', 'turnloom', 'config.json'), JSON.stringify({ mcp: { reader: { command: process.execPath, args: [reader] } } }));
     const script = join(outside.path, 'script.json');
     writeFileSync(script, JSON.stringify({ steps: [[{ text: 'Done.' }]] }));
-    const env = { XDG_CONFIG_HOME: join(home.path, 'config'), XDG_DATA_HOME: join(home.path, 'data'), OPENAI_API_KEY: `sk-fake-${tag}`, DEPLOY_KEY: `deploy-${tag}` };
+    const env = { XDG_CONFIG_HOME: join(home.path, 'config'), XDG_DATA_HOME: join(home.path, 'data'), XDG_CACHE_HOME: join(home.path, 'cache'), OPENAI_API_KEY: `sk-fake-${tag}`, DEPLOY_KEY: `deploy-${tag}` };
     const result = await run(['run', 'hi', '--cwd', repo.path, '--script', script, '--provider', 'scripted', '--approve', 'auto'], { cwd: repo.path, env });
     expect(result.code, shown(result)).toBe(0);
     expect(result.stderr).toMatch(/mcp reader: not started/);
-    expect(JSON.parse(readFileSync(found, 'utf8'))).toEqual({ seen: [], pids: expect.any(Number) });
+    // The run's threads are in the data home by then (its LMDB folder under workspaces/): the server is shown an empty folder.
+    expect(readdirSync(join(dataHome, 'workspaces'))).toHaveLength(1);
+    expect(JSON.parse(readFileSync(found, 'utf8'))).toEqual({ seen: [], pids: expect.any(Number), data: [] });
   });
 });
