@@ -27,7 +27,7 @@ describe('the scripted provider', () => {
     const { turnId } = await client.call('turn.start', { threadId, input: { text: 'run the tests' } });
     await expect.poll(async () => (await client.call('approval.list', { threadId })).approvals.length, { timeout: 10_000 }).toBe(1);
     const [approval] = (await client.call('approval.list', { threadId })).approvals;
-    expect(approval).toMatchObject({ toolName: 'bash', input: { cmd: 'npm test' } });
+    expect(approval).toMatchObject({ toolName: 'bash', input: { command: 'npm test' } });
     await client.call('approval.respond', { threadId, approvalId: approval!.id, decision: 'approve' });
     await expect.poll(async () => (await client.call('thread.get', { threadId })).thread.turns[turnId]!.state, { timeout: 10_000 }).toBe('completed');
 
