@@ -46,6 +46,7 @@ export type CallOutcome = { answer: McpCallAnswer } | { failure: string };
 
 /** A server that keeps dying is restarted this many times a minute at most, then left failed until the minute has passed. */
 const maxRestarts = 3;
+const leftStopped = `restarted ${maxRestarts} times within a minute, so it is left stopped for now`;
 const restartWindowMs = 60_000;
 /** How long a server whose call timed out has to answer a ping before it counts as hung and is restarted. */
 const pingTimeoutMs = 5_000;
@@ -197,8 +198,10 @@ export class McpServerConnection {
       return `MCP server "${this.name}" refused "${tool}": ${error.message}`;
     }
     const reason = this.stopReason(transport, error);
+    // Said before restarting: a server past its restarts is left stopped, and the sentence must not promise otherwise.
+    const restarting = this.client !== client || this.mayRestart();
     void this.restartIf(client, reason);
-    return `MCP server "${this.name}" ${reason}; it is being restarted`;
+    return restarting ? `MCP server "${this.name}" ${reason}; it is being restarted` : `MCP server "${this.name}" ${reason}; ${leftStopped}`;
   }
 
   /** A call timed out: a server that still answers a ping is only slow; one that does not is hung, and restarted. */
@@ -230,7 +233,7 @@ export class McpServerConnection {
   private restart(reason: string): Promise<void> {
     if (this.pending && this.state === 'restarting') return this.pending;
     if (!this.mayRestart()) {
-      this.fail(`${reason}; restarted ${maxRestarts} times within a minute, so it is left stopped for now`);
+      this.fail(`${reason}; ${leftStopped}`);
       const failed = this.dispose();
       this.pending = null;
       return failed;
