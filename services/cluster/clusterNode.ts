@@ -55,6 +55,8 @@ const SWEEP_MS = 500;
 /** Threads taken over at once after a failure. */
 const TAKE_LANES = 8;
 
+/** How long a list waits for this engine's copy to reach the log's end before it answers `unavailable` rather than leave writes out. */
+const CATCH_UP_ALL_MS = 5_000;
 const deploymentName = (prefix: string) => prefix.replace(/[^A-Za-z0-9_-]/g, '_');
 
 /**
@@ -176,6 +178,22 @@ export class ClusterNode implements Placement {
 
   async catchUp(threadId: string): Promise<void> {
     await this.tailer!.catchUpThread(threadId);
+  }
+
+  async catchUpAll(): Promise<void> {
+    const { lastSeq } = await this.logStream.info();
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<never>((_, reject) => {
+      timer = setTimeout(
+        () => reject(new TurnloomError('unavailable', `engine ${this.engineId}'s copy is behind the log (at ${this.tailer!.position} of ${lastSeq}); try again`)),
+        CATCH_UP_ALL_MS,
+      );
+    });
+    try {
+      await Promise.race([this.tailer!.reach(lastSeq), late]);
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
   /** Whether this engine owns the thread: the reactors act only on those. */

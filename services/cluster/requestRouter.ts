@@ -16,6 +16,8 @@ export interface Placement {
   take(threadId: string, gone?: string): Promise<boolean>;
   /** Brings this engine's copy of a thread nobody owns up to its log. */
   catchUp(threadId: string): Promise<void>;
+  /** Brings this engine's copy of every thread up to where the log ends now (throws `unavailable` when it cannot soon). */
+  catchUpAll(): Promise<void>;
 }
 
 /** Serves one request here: `answerTo`, when given, is where the answer goes (a relay's inbox) instead of the caller's. */
@@ -33,6 +35,13 @@ const OWNER_CHECK_MS = 200;
 
 /** API methods that only read a thread: a thread nobody owns is read from this engine's copy, without taking it. */
 const readMethods = new Set<ApiMethod>(['thread.get', 'thread.turns', 'thread.events', 'checkpoint.list', 'checkpoint.diff', 'approval.list']);
+
+/**
+ * API methods that list across threads, served from this engine's copy:
+ * it is first brought up to where the log ends, so a list shows every
+ * write acknowledged before it was asked, whichever engine took the write.
+ */
+const listMethods = new Set<ApiMethod>(['thread.list', 'approval.list']);
 
 /** API methods that write through a command id: one is given to a request that has none, so it is never run twice when passed on again. */
 const commandMethods = new Set<ApiMethod>(
@@ -82,7 +91,16 @@ export class RequestRouter {
     // Nothing can be answered (a bare publish, a reply that is not an inbox): served here, where it is refused as ever.
     if (!original.reply || !isInbox(original.reply) || !answerTo) return serve(original);
     const addressed = this.address(original);
-    if (!addressed?.threadId) return serve(addressed?.message ?? original);
+    if (!addressed?.threadId) {
+      if (addressed?.kind === 'api' && listMethods.has(addressed.method as ApiMethod)) {
+        const behind = await this.placement.catchUpAll().then(
+          () => null,
+          (error: unknown) => (error instanceof TurnloomError ? error : new TurnloomError('unavailable', String(error))),
+        );
+        if (behind) return this.answer(answerTo, behind);
+      }
+      return serve(addressed?.message ?? original);
+    }
     return this.routeTo(addressed.threadId, addressed, serve, hops, answerTo);
   }
 

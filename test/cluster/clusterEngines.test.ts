@@ -164,6 +164,22 @@ describe('engines of a cluster on one nats-server', () => {
     expect(new Set(answers.map((answer) => answer.id)).size).toBe(3);
   });
 
+  it('thread.list right after writes shows them all, whichever engine each request lands on', async () => {
+    const prefix = `rw${randomUUID().slice(0, 8)}`;
+    await clusterEngine(prefix);
+    await clusterEngine(prefix);
+    await clusterEngine(prefix);
+    const api = new TurnloomClient(await connect(), { prefix });
+    // Bursts of writes landing on every engine, each list asked the moment the last write of its burst is acknowledged.
+    const missed: string[] = [];
+    for (let round = 0; round < 6; round++) {
+      const created = await Promise.all(Array.from({ length: 20 }, (_, i) => api.call('thread.create', { title: `read ${round}.${i}` })));
+      const listed = new Set((await api.call('thread.list', { limit: 100 })).threads.map((thread) => thread.id));
+      missed.push(...created.map(({ threadId }) => threadId).filter((threadId) => !listed.has(threadId)));
+    }
+    expect(missed, 'threads a list right after their creation left out').toEqual([]);
+  });
+
   it('idle engines hold a few JetStream consumers each, not more with every membership round', async () => {
     const prefix = `pc${randomUUID().slice(0, 8)}`;
     const engines = [await clusterEngine(prefix), await clusterEngine(prefix), await clusterEngine(prefix)];
