@@ -15,6 +15,7 @@ import { visible } from '../terminalText.ts';
 import { TerminalView, type TerminalViewOptions } from './terminalView.ts';
 import { TurnProgress } from './turnProgress.ts';
 import { configuredWorker } from '../workerSetup.ts';
+import { latestThread } from '../latestThread.ts';
 
 export interface RunRequest {
   prompt: string;
@@ -373,18 +374,9 @@ async function threadToRun(request: RunRequest, store: LmdbStore, server: Turnlo
     if (!server.engine.summary(wanted)) throw new TurnloomError('not_found', `no thread ${wanted} in ${request.dataDir}: pass the --data folder it was run with`, { threadId: wanted });
     return wanted;
   }
-  const last = lastThread(store);
+  const last = latestThread([...store.threadsNewestFirst(null)].map(({ summary }) => summary));
   if (last === null) throw new TurnloomError('not_found', `no thread in ${request.dataDir} to continue: run without --continue to start one`, { dataDir: request.dataDir });
   return last;
-}
-
-/** The thread of the folder that ran last (not archived, not a sub-agent's): what --continue goes on with. */
-function lastThread(store: LmdbStore): string | null {
-  let last: { id: string; updatedAt: number } | null = null;
-  for (const { summary } of store.threadsNewestFirst(null)) {
-    if (!summary.archived && !summary.parentThreadId && (last === null || summary.updatedAt > last.updatedAt)) last = summary;
-  }
-  return last?.id ?? null;
 }
 
 /** Why the turn failed, from the last error its worker recorded (or the turn's own error). */
