@@ -113,3 +113,24 @@ turnloom mcp list [--cwd DIR] [--json]   the user file's servers and those the p
 turnloom mcp remove NAME                 remove a server from the user file
 turnloom mcp allow NAME [--cwd DIR]      allow a server the project asks for (turnloom.json or .mcp.json) until its spec changes
   Values may name variables (\${GITHUB_TOKEN}); see docs/mcp.md.`;
+
+const threadFolderUsage = `  --cwd DIR           the workspace whose threads these are (default: this folder)
+  --data DIR          the LMDB data folder (default: the one \`turnloom run\` uses for the workspace)
+  --json              print one JSON document and nothing else`;
+
+export const threadsUsage = `turnloom threads [options]   the workspace's threads, newest first: id, state, turns, last active (relative), title
+  --all               archived threads too
+${threadFolderUsage}
+  A folder another turnloom process holds (a run going, serve) is refused in one line; try again once it ends.`;
+
+export const showUsage = `turnloom show [THREAD] [options]   a thread's turns: input, tool calls and their outcome, approvals, answer, changes
+  THREAD              a thread id (default: the thread that ran last here, the one run --continue takes)
+  --request           also what each turn's model calls were told: its context and the system prompt (with the tools)
+${threadFolderUsage}`;
+
+export const undoUsage = `turnloom undo [THREAD] [options]   put back the files the thread's last turn changed (and drop that turn from the model's view)
+  THREAD              a thread id (default: the thread that ran last here)
+  --force             also put back files changed since that turn (refused otherwise: nothing is reverted)
+${threadFolderUsage}
+  The work tree is saved as a git ref before anything changes. Run it again to undo the turn before, and so on,
+  as long as the turn it reaches changed files. Needs a git repository (turns elsewhere keep no checkpoints).`;

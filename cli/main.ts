@@ -4,7 +4,7 @@ import { inspect } from 'node:util';
 import { UsageError, oneLine, parseOptions, userFacingMessage } from './cliErrors.ts';
 import { installRedactingConsole, redact } from './redact.ts';
 import { VERSION } from '../domain/version.ts';
-import { demoUsage, inspectUsage, mcpUsage, replayUsage, runUsage, serveUsage, workerUsage } from './commandUsage.ts';
+import { demoUsage, inspectUsage, mcpUsage, replayUsage, runUsage, serveUsage, showUsage, threadsUsage, undoUsage, workerUsage } from './commandUsage.ts';
 
 /** The package root (the compiled command runs from dist/): charts belong to the package, wherever the command runs from. */
 const above = resolve(fileURLToPath(new URL('..', import.meta.url)));
@@ -13,6 +13,9 @@ const packageRoot = basename(above) === 'dist' ? dirname(above) : above;
 // Each command is loaded only when it runs (replay brings both provider SDKs, which take a second to import); help needs none of them.
 const commands = {
   run: () => import('./runCommand.ts').then((module) => module.runCommand),
+  threads: () => import('./threadsCommand.ts').then((module) => module.threadsCommand),
+  show: () => import('./showCommand.ts').then((module) => module.showCommand),
+  undo: () => import('./undoCommand.ts').then((module) => module.undoCommand),
   demo: () => import('./demoCommand.ts').then((module) => module.demoCommand),
   serve: () => import('./serveCommand.ts').then((module) => module.serveCommand),
   worker: () => import('./workerCommand.ts').then((module) => module.workerCommand),
@@ -20,7 +23,7 @@ const commands = {
   inspect: () => import('./inspectCommand.ts').then((module) => module.inspectCommand),
   mcp: () => import('./mcpCommand.ts').then((module) => module.mcpCommand),
 };
-const usages: Record<keyof typeof commands, string> = { run: runUsage, demo: demoUsage, serve: serveUsage, worker: workerUsage, replay: replayUsage, inspect: inspectUsage, mcp: mcpUsage };
+const usages: Record<keyof typeof commands, string> = { run: runUsage, threads: threadsUsage, show: showUsage, undo: undoUsage, demo: demoUsage, serve: serveUsage, worker: workerUsage, replay: replayUsage, inspect: inspectUsage, mcp: mcpUsage };
 
 const chartsUsage = `turnloom charts [--check]   write docs/charts/*.mmd|json and the generated doc sections
   --check             change nothing; exit 1 when any of them is stale`;
@@ -30,6 +33,9 @@ function usage(): string {
 
 commands:
   run "PROMPT"       one turn on a workspace, engine and worker in this process (see below)
+  threads            the workspace's threads, newest first
+  show [THREAD]      a thread's turns (default: the one that ran last); --request adds what the model was told
+  undo [THREAD]      put back the files the last turn changed (again: the turn before)
   demo               one turn end to end on the embedded defaults (see below)
   serve              run the engine and its headless API, with a local worker (see below)
   worker             run turns for an engine elsewhere, over NATS (see below)
@@ -64,6 +70,9 @@ async function main(argv: string[]): Promise<number> {
       return 0;
     }
     case 'run':
+    case 'threads':
+    case 'show':
+    case 'undo':
     case 'demo':
     case 'serve':
     case 'worker':
@@ -75,7 +84,7 @@ async function main(argv: string[]): Promise<number> {
       const [topic] = rest;
       if (topic === 'charts') console.log(chartsUsage);
       else if (topic !== undefined && topic in commands) console.log(usages[topic as keyof typeof commands]);
-      else if (topic !== undefined) throw new UsageError(`no command "${topic}"; the commands are run, demo, serve, worker, replay, inspect, mcp and charts`);
+      else if (topic !== undefined) throw new UsageError(`no command "${topic}"; the commands are run, threads, show, undo, demo, serve, worker, replay, inspect, mcp and charts`);
       else console.log(usage());
       return 0;
     }
@@ -90,7 +99,7 @@ async function main(argv: string[]): Promise<number> {
       console.log(usage());
       return 0;
     default:
-      throw new UsageError(`unknown command "${command}"; the commands are run, demo, serve, worker, replay, inspect, mcp and charts (turnloom --help)`);
+      throw new UsageError(`unknown command "${command}"; the commands are run, threads, show, undo, demo, serve, worker, replay, inspect, mcp and charts (turnloom --help)`);
   }
 }
 

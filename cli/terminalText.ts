@@ -32,3 +32,6 @@ const rawInJson = /[\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g
 export function terminalJson(value: unknown, indent?: number): string {
   return JSON.stringify(value, null, indent).replace(rawInJson, (char) => `\\u${char.charCodeAt(0).toString(16).padStart(4, '0')}`);
 }
+
+/** `text` cut to at most `max` characters, an ellipsis saying so (for one line of a list). */
+export const clip = (text: string, max: number): string => (text.length > max ? `${text.slice(0, max - 1)}…` : text);
