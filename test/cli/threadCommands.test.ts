@@ -56,7 +56,7 @@ describe('thread commands on the folder run used', () => {
     const request = await turnloom(['show', threadId, '--request']);
     const json = await turnloom(['show', '--json']);
     expect(threads.code, shown(threads)).toBe(0);
-    expect(threads.stdout.trim().split('\n')).toEqual([expect.stringMatching(new RegExp(`^${threadId}  idle  2 turns  just now  \\S`))]);
+    expect(threads.stdout.trim().split('\n')).toEqual([expect.stringMatching(new RegExp(`^${threadId}  idle  2 turns  (just now|\\d+ min ago)  [Ll]ook around the project$`))]);
 
     expect(show.code, shown(show)).toBe(0);
     for (const text of ['› look around the project', '› write the notes file', '• bash {"command":"ls"} → completed', '? bash ls — allowed', 'The folder is empty.', '• write {"path":"notes.txt"', 'changed 1 file (+1 -0): notes.txt (added)']) {
