@@ -34,7 +34,7 @@ export const runUsage = `turnloom run "<prompt>" [options]   one turn on the wor
   Colour in a terminal, unless NO_COLOR is set (FORCE_COLOR forces it, on a pipe too).
   In a terminal, a line typed while the turn runs is steered into it (the model reads it at its next step);
   start the line with /queue to run it as the next turn instead. The report is of the last turn that ran.
-  Keys: OPENAI_API_KEY (+ OPENAI_BASE_URL for any OpenAI-compatible server), ANTHROPIC_API_KEY.
+  Keys: OPENAI_API_KEY (+ OPENAI_BASE_URL for any OpenAI-compatible server; a local one needs no key), ANTHROPIC_API_KEY.
   Configuration: $XDG_CONFIG_HOME/turnloom/config.json and turnloom.json in the workspace (docs/config.md);
   flags and the variables above win over them.`;
 

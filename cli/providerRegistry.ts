@@ -11,8 +11,8 @@ import { registerSecret } from './redact.ts';
 const knownProviders: Record<string, string> = {
   scripted: 'always there',
   anthropic: 'needs ANTHROPIC_API_KEY',
-  'openai-chat': 'needs OPENAI_API_KEY',
-  'openai-responses': 'needs OPENAI_API_KEY',
+  'openai-chat': 'needs OPENAI_API_KEY, or OPENAI_BASE_URL for a server that takes no key',
+  'openai-responses': 'needs OPENAI_API_KEY, or OPENAI_BASE_URL for a server that takes no key',
 };
 
 /**
@@ -62,6 +62,26 @@ interface ProviderPlan {
   model: string;
 }
 
+/**
+ * Whether a provider runs with no key: an OpenAI kind pointed at a server
+ * other than OpenAI's own (Ollama, llama.cpp, vLLM and LM Studio take none).
+ * OpenAI's server always needs one, so it keeps its clear line; Anthropic's
+ * SDK has no keyless mode, so anthropic always needs its key.
+ */
+function keyless(plan: ProviderPlan): boolean {
+  if (plan.kind === 'anthropic' || plan.baseUrl === undefined || !URL.canParse(plan.baseUrl)) return false;
+  return new URL(plan.baseUrl).hostname !== 'api.openai.com';
+}
+
+/** What a provider that does not run here needs, for the line that says so. */
+function needsOf(name: string, plan: ProviderPlan): string {
+  const key = `needs ${plan.keyVariable}`;
+  // With a baseUrl set, only OpenAI's own server (or Anthropic's kind) is left not running: it needs the key.
+  if (plan.kind === 'anthropic' || plan.baseUrl !== undefined) return key;
+  const builtIn = (providerKinds as readonly string[]).includes(name);
+  return `${key}, or ${builtIn ? environmentBaseUrl[plan.kind] : 'a baseUrl'} for a server that takes no key`;
+}
+
 function providerPlans(env: NodeJS.ProcessEnv, config: TurnloomConfig): Record<string, ProviderPlan> {
   const configured = config.providers ?? {};
   const names = [...providerKinds, ...Object.keys(configured).filter((name) => !(builtInProviders as readonly string[]).includes(name))];
@@ -91,7 +111,9 @@ export const readScriptFile = (path: string): Script => readJsonFile('--script',
  * `scriptPath`, or its default script). `anthropic` runs when its key
  * variable is set (`ANTHROPIC_API_KEY`, or the one its `apiKeyEnv` names),
  * `openai-chat` and `openai-responses` likewise (`OPENAI_API_KEY`), and so
- * does every provider the configuration defines with a `kind`.
+ * does every provider the configuration defines with a `kind`. An OpenAI
+ * kind pointed at a server other than OpenAI's (`OPENAI_BASE_URL`, or its
+ * `baseUrl`) runs without a key too: local servers take none (`keyless`).
  *
  * Where the environment and the files both say something the environment
  * wins (`OPENAI_BASE_URL`, `ANTHROPIC_BASE_URL`, `TURNLOOM_ANTHROPIC_MODEL`,
@@ -119,19 +141,25 @@ export async function providersFromEnvironment(env: NodeJS.ProcessEnv, scriptPat
   const needs: Record<string, string> = { scripted: knownProviders.scripted! };
   /** Providers whose key is set but whose SDK is not installed: what to install, said if one of them is chosen. */
   const uninstalled: Record<string, string> = {};
+  /** Providers that run with no key (a local server): said in the summary, so a 401 from a server that wanted one is not a mystery. */
+  const unkeyed: string[] = [];
   for (const [name, plan] of Object.entries(providerPlans(env, config))) {
-    needs[name] = `needs ${plan.keyVariable}`;
-    const apiKey = env[plan.keyVariable];
+    needs[name] = needsOf(name, plan);
+    const apiKey = env[plan.keyVariable] || undefined;
     registerSecret(apiKey);
-    if (!apiKey) continue;
+    if (!apiKey && !keyless(plan)) continue;
     const sdk = sdkPackages[plan.kind];
     if (!isInstalled(sdk)) {
       needs[name] = `needs the "${sdk}" package, not installed here`;
-      uninstalled[name] = `${plan.keyVariable} is set for provider "${name}", but the "${sdk}" package it runs on is not installed: npm install ${sdk} (with npx: npx -p turnloom -p ${sdk} turnloom …), or unset ${plan.keyVariable} to use the scripted provider`;
+      const install = `npm install ${sdk} (with npx: npx -p turnloom -p ${sdk} turnloom …)`;
+      uninstalled[name] = apiKey
+        ? `${plan.keyVariable} is set for provider "${name}", but the "${sdk}" package it runs on is not installed: ${install}, or unset ${plan.keyVariable} to use the scripted provider`
+        : `provider "${name}" (the server at ${plan.baseUrl}) runs on the "${sdk}" package, which is not installed: ${install}`;
       continue;
     }
     models[name] = plan.model;
-    const connection = { apiKey, ...(plan.baseUrl ? { baseURL: plan.baseUrl } : {}), defaultModel: plan.model };
+    if (!apiKey) unkeyed.push(name);
+    const connection = { ...(apiKey ? { apiKey } : {}), ...(plan.baseUrl ? { baseURL: plan.baseUrl } : {}), defaultModel: plan.model };
     switch (plan.kind) {
       case 'anthropic': {
         const options = { ...connection, ...(thinking ? { thinkingBudgetTokens: Number(thinking), maxTokens: Number(thinking) + 8_192 } : {}) };
@@ -160,7 +188,7 @@ export async function providersFromEnvironment(env: NodeJS.ProcessEnv, scriptPat
   return {
     providers,
     defaultProvider,
-    summary: `providers: ${Object.keys(providers).join(', ')}; default ${name}${defaultProvider.model ? ` (${defaultProvider.model})` : ''}`,
+    summary: `providers: ${Object.keys(providers).map((known) => (unkeyed.includes(known) ? `${known} (no key)` : known)).join(', ')}; default ${name}${defaultProvider.model ? ` (${defaultProvider.model})` : ''}`,
     needs,
   };
 }

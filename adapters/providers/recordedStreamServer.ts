@@ -1,4 +1,4 @@
-import { type IncomingMessage, type ServerResponse, createServer } from 'node:http';
+import { type IncomingHttpHeaders, type IncomingMessage, type ServerResponse, createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 
 export type WireProtocol = 'anthropic' | 'openai-chat' | 'openai-responses';
@@ -23,6 +23,8 @@ export type ResponsePlan =
 export interface RecordedRequest {
   method: string;
   path: string;
+  /** As they arrived (names in lower case): to see which credential a client sent, if any. */
+  headers: IncomingHttpHeaders;
   body: unknown;
   /** `performance.now()` when the request's head arrived, and when its answer's last byte was written (`null` until then, or when cut short). */
   receivedAt: number;
@@ -105,7 +107,7 @@ export async function serveRecordedStream(protocol: WireProtocol, plans: Respons
     const receivedAt = performance.now();
     void (async () => {
       const body = await readBody(request);
-      const recorded: RecordedRequest = { method: request.method ?? 'GET', path: request.url ?? '/', body, receivedAt, answeredAt: null };
+      const recorded: RecordedRequest = { method: request.method ?? 'GET', path: request.url ?? '/', headers: request.headers, body, receivedAt, answeredAt: null };
       requests.push(recorded);
       const plan = typeof plans === 'function' ? plans(body, requests.length - 1) : plans[Math.min(requests.length - 1, plans.length - 1)]!;
       if (plan.kind === 'status') {

@@ -61,7 +61,7 @@ export const providerConfigSchema = z
     baseUrl: z.url({ protocol: /^https?$/, error: 'must be an http:// or https:// URL' }).optional().describe('The server to call instead of the official one (any compatible server)'),
     apiKeyEnv: envName
       .optional()
-      .describe('The environment variable holding the API key (never the key itself); the provider is available when it is set')
+      .describe('The environment variable holding the API key (never the key itself); the provider is available when it is set, and an OpenAI kind with a `baseUrl` other than api.openai.com also without it (a local server takes no key)')
       .meta({ defaultText: 'ANTHROPIC_API_KEY for anthropic, OPENAI_API_KEY for the OpenAI kinds' }),
     model: modelName.optional().describe('The model used when a turn names none').meta({ defaultText: 'claude-sonnet-4-5 for anthropic, gpt-4.1-mini for the OpenAI kinds' }),
     contextWindow: contextWindow
