@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { type ParseArgsConfig, parseArgs } from 'node:util';
 import type { ZodError, ZodType } from 'zod';
 import { TurnloomError } from '../domain/errors.ts';
-import { jsonErrorPosition } from '../services/config/index.ts';
+import { parseJsonText } from '../services/config/index.ts';
 
 /**
  * A mistake on the command line or in a file the user named: printed as one
@@ -84,17 +84,17 @@ export interface JsonFileOptions {
 /** Reads, parses and schema-checks a JSON file the user named; every failure is one `UsageError` line. */
 export function readJsonFile<S extends ZodType>(option: string, path: string, schema: S, options: JsonFileOptions): ReturnType<S['parse']> {
   const text = readUserFile(option, path);
-  let raw: unknown;
-  try {
-    raw = JSON.parse(text);
-  } catch {
-    // The parser's message quotes the text: a file named by mistake (/etc/shadow) must not be printed.
-    throw new UsageError(`${option} ${path}: not JSON at ${jsonErrorPosition(text)}; expected ${options.expected}`);
+  // Strict JSON, as every other tool that writes these files does; where it is not, where and why but never the text (a file named by mistake, /etc/shadow, must not be printed).
+  const parsed = parseJsonText(text, 'json');
+  if (!parsed.ok) {
+    const { line, column, problem } = parsed.error;
+    throw new UsageError(`${option} ${path}:${line}:${column}: not JSON (${problem}); expected ${options.expected}`);
   }
+  const raw = parsed.value;
   options.inspect?.(raw);
-  const parsed = schema.safeParse(raw);
-  if (!parsed.success) throw new UsageError(`${option} ${path}: not ${options.expected}: ${summarizeZodError(parsed.error, options.hidePath)}`);
-  return parsed.data as ReturnType<S['parse']>;
+  const checked = schema.safeParse(raw);
+  if (!checked.success) throw new UsageError(`${option} ${path}: not ${options.expected}: ${summarizeZodError(checked.error, options.hidePath)}`);
+  return checked.data as ReturnType<S['parse']>;
 }
 
 /** An integer option, checked against its bounds; `undefined` when not given. */

@@ -1,7 +1,7 @@
 export { configSchema, providerKinds, builtInProviders, builtInAgents } from './configSchema.ts';
 export type { TurnloomConfig, ProviderConfig, ProviderKind, AgentConfig, McpServerConfig, McpServersEntry } from './configSchema.ts';
 export { mcpServersEntrySchema } from './configSchema.ts';
-export { jsonErrorPosition, loadConfig, userConfigPath, projectConfigPath, PROJECT_CONFIG_FILE, PROJECT_MCP_FILE } from './loadConfig.ts';
+export { loadConfig, userConfigPath, projectConfigPath, PROJECT_CONFIG_FILE, PROJECT_MCP_FILE } from './loadConfig.ts';
 export type { LoadConfigOptions, LoadedConfig, OfferedMcpServer } from './loadConfig.ts';
 export { mcpSpecDigest, fromMcpServersEntry } from './mcpServersShape.ts';
 export { expandVariables, MissingVariable } from './expandVariables.ts';
@@ -9,3 +9,5 @@ export { mergeConfigs } from './mergeConfigs.ts';
 export { projectFileRefusal } from './projectFileLimits.ts';
 export { renderConfigReference, renderConfigJsonSchema } from './renderConfigReference.ts';
 export { configIssueLine } from './configIssues.ts';
+export { parseJsonText } from './parseJsonText.ts';
+export type { JsonDialect, JsonSyntaxError, ParsedJson } from './parseJsonText.ts';

@@ -7,9 +7,9 @@ import { configReferenceProblem } from './configReferences.ts';
 import { z } from 'zod';
 import { type McpServerConfig, configSchema, mcpServersEntrySchema, type TurnloomConfig } from './configSchema.ts';
 import { MissingVariable, expandVariables } from './expandVariables.ts';
-import { jsonErrorOffset } from './jsonErrorOffset.ts';
 import { McpShapeProblem, mcpSpecDigest, withMcpServers } from './mcpServersShape.ts';
 import { mergeConfigs } from './mergeConfigs.ts';
+import { type JsonDialect, parseJsonText } from './parseJsonText.ts';
 import { projectFileRefusal } from './projectFileLimits.ts';
 
 /** The project file's name, at the workspace root. */
@@ -61,28 +61,20 @@ export interface LoadedConfig {
   offered: OfferedMcpServer[];
 }
 
-const invalid = (file: string, message: string) => new TurnloomError('invalid_payload', `${file}: ${message}`, { file });
+/** A mistake in `file` (at `line:column`, when it is one of syntax), as one line. */
+const invalid = (file: string, message: string, at = '') => new TurnloomError('invalid_payload', `${file}${at}: ${message}`, { file });
 
-/** Where JSON text stops being JSON, as `line L column C`: what an error may say of a file without quoting it. */
-export function jsonErrorPosition(text: string): string {
-  return lineAndColumn(text, jsonErrorOffset(text) ?? text.length);
-}
-
-/** The file's JSON; where it is not JSON, an error that says only where (the parser's message may quote a secret near the mistake). */
-function parsedJson(file: string, text: string, whenEmpty?: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch {
-    const offset = jsonErrorOffset(text) ?? text.length;
-    const where = whenEmpty !== undefined && text.trim() === '' ? ` (${whenEmpty})` : offset >= text.length ? ' (it ends too soon)' : ` at ${lineAndColumn(text, offset)}`;
-    throw invalid(file, `not valid JSON${where}`);
-  }
-}
-
-/** Line and column (from 1) of a character offset. */
-function lineAndColumn(text: string, offset: number): string {
-  const before = text.slice(0, offset).split('\n');
-  return `line ${before.length} column ${before.at(-1)!.length + 1}`;
+/**
+ * The file's value; where it is not JSON (or, for `jsonc`, JSON with
+ * comments and trailing commas), an error that says only where and why:
+ * `file:line:column: …`, as editors and terminals link it.
+ */
+function parsedJson(file: string, text: string, dialect: JsonDialect, whenEmpty?: string): unknown {
+  const parsed = parseJsonText(text, dialect);
+  if (parsed.ok) return parsed.value;
+  const { line, column, problem } = parsed.error;
+  if (whenEmpty !== undefined && text.trim() === '') throw invalid(file, `the file is empty (${whenEmpty})`);
+  throw invalid(file, `not valid JSON: ${problem}`, `:${line}:${column}`);
 }
 
 /** The file's text, or `null` when there is none; a file that is there but cannot be read is an error. */
@@ -102,7 +94,7 @@ function readIfThere(file: string): string | null {
 function readConfigFile(file: string, env: Readonly<Record<string, string | undefined>>, project = false): { config: TurnloomConfig; expanded: string[]; offered?: Record<string, McpServerConfig> } | null {
   const text = readIfThere(file);
   if (text === null) return null;
-  const raw = parsedJson(file, text, 'the file is empty; {} is an empty configuration');
+  const raw = parsedJson(file, text, 'jsonc', '{} is an empty configuration');
   const parsed = configSchema.safeParse(raw);
   if (!parsed.success) throw invalid(file, configIssueLine(parsed.error));
   let config: TurnloomConfig;
@@ -165,7 +157,8 @@ export function loadConfig(options: LoadConfigOptions): LoadedConfig {
 function readMcpFile(file: string): Record<string, McpServerConfig> | null {
   const text = readIfThere(file);
   if (text === null) return null;
-  const parsed = mcpFileSchema.safeParse(parsedJson(file, text));
+  // Claude Code and the other tools that read it take strict JSON.
+  const parsed = mcpFileSchema.safeParse(parsedJson(file, text, 'json'));
   if (!parsed.success) throw invalid(file, configIssueLine(parsed.error));
   return withMcpServers({ mcpServers: parsed.data.mcpServers }).mcp ?? {};
 }

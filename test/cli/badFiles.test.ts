@@ -38,7 +38,7 @@ describe('turnloom with bad files', () => {
   const cases: Array<{ name: string; args: () => string[]; says: RegExp; hides?: string }> = [
     { name: 'a missing --auth file', args: () => ['serve', '--auth', path('nope.json')], says: /--auth .*nope\.json: no such file/ },
     { name: 'an --auth file that is a folder', args: () => ['serve', '--auth', path('a-folder')], says: /--auth .*a-folder: is a folder/ },
-    { name: 'an --auth file that is not JSON', args: () => ['serve', '--auth', path('not-json.json')], says: /--auth .*not-json\.json: not JSON/ },
+    { name: 'an --auth file that is not JSON', args: () => ['serve', '--auth', path('not-json.json')], says: /--auth .*not-json\.json:1:2: not JSON \(invalid symbol\)/ },
     {
       name: 'an --auth file with a short token',
       args: () => ['serve', '--auth', path('short-token.json')],
@@ -62,8 +62,8 @@ describe('turnloom with bad files', () => {
     { name: 'replay without --provider', args: () => ['replay', fixture], says: /--provider anthropic\|openai-chat\|openai-responses is required/ },
     { name: 'replay with an unknown provider', args: () => ['replay', fixture, '--provider', 'gemini'], says: /unknown provider "gemini"/ },
     { name: 'replay without a file', args: () => ['replay'], says: /which recording\?/ },
-    { name: 'a --script file that holds secrets', args: () => ['run', 'hi', '--script', path('shadow')], says: /--script .*shadow: not JSON at line 1 column 1/, hides: 'SECRET' },
-    { name: 'an --auth file that holds secrets', args: () => ['serve', '--auth', path('shadow')], says: /--auth .*shadow: not JSON at line 1 column 1/, hides: 'SECRET' },
+    { name: 'a --script file that holds secrets', args: () => ['run', 'hi', '--script', path('shadow')], says: /--script .*shadow:1:1: not JSON \(invalid symbol\); expected a script/, hides: 'SECRET' },
+    { name: 'an --auth file that holds secrets', args: () => ['serve', '--auth', path('shadow')], says: /--auth .*shadow:1:1: not JSON \(invalid symbol\); expected/, hides: 'SECRET' },
     { name: 'a replay file that holds secrets', args: () => ['replay', path('shadow'), '--provider', 'openai-chat'], says: /line 1 is not JSON/, hides: 'SECRET' },
     // Hung before: the NATS connection was opened first and kept the process alive after the store failed.
     { name: '--data naming a file, with --nats', args: () => ['serve', '--data', path('a-file-not-a-folder'), '--nats', inject('natsUrl')], says: /a-file-not-a-folder/ },

@@ -37,7 +37,9 @@ describe('turnloom with configuration files', () => {
   const mistakes: Array<{ name: string; file: 'user' | 'project'; content: unknown; says: RegExp }> = [
     { name: 'an unknown key', file: 'project', content: { provders: {} }, says: /turnloom\.json: unknown key "provders"$/ },
     { name: 'a wrong type', file: 'user', content: { agents: { plan: { mode: 'yolo' } } }, says: /turnloom\/config\.json: agents\.plan\.mode: must be one of ask, auto-edits, full, read-only$/ },
-    { name: 'invalid JSON', file: 'project', content: '{\n  "model": "x",\n  }\n', says: /turnloom\.json: not valid JSON at line 3 column 3$/ },
+    { name: 'invalid JSON', file: 'project', content: '{\n  "model": "x",\n  ]\n', says: /turnloom\.json:3:3: not valid JSON: property name expected$/ },
+    // A key written into the file by mistake sits near the error: the line says where, never what.
+    { name: 'invalid JSON beside a secret', file: 'user', content: '// mine\n{\n  "model": "sk-live-0123456789abcdef"\n  "agent": "plan",\n}\n', says: /turnloom\/config\.json:4:3: not valid JSON: comma expected$/ },
     { name: 'an allow rule in the project file', file: 'project', content: { permissions: { rules: [{ tool: 'bash', pattern: '*', decision: 'allow' }] } }, says: /turnloom\.json: permissions\.rules\.0: the project file may add only "ask" and "deny" rules/ },
   ];
   for (const command of commands) {
@@ -47,6 +49,7 @@ describe('turnloom with configuration files', () => {
         const result = await runCli(command.args(workspace), { cwd: workspace, env });
         expectOneLineFailure(result, mistake.says);
         expect(result.code).toBe(2);
+        expect(result.stderr).not.toContain('sk-live');
       });
     }
   }
@@ -96,6 +99,13 @@ describe('turnloom with configuration files', () => {
       expect(scripted.code, scripted.stderr).toBe(0);
       expect(scripted.stderr).toContain('turnloom run — scripted');
       expect(turnModels()).toHaveLength(2);
+    });
+
+    it('come from a user file with comments and trailing commas', async () => {
+      const { workspace, env } = folders({ user: '// my defaults\n{\n  "provider": "scripted", /* no key needed */\n  "model": "from-jsonc",\n}\n' });
+      const result = await run(['run', 'hello', '--cwd', workspace, '--approve', 'deny'], { cwd: workspace, env });
+      expect(result.code, result.stderr).toBe(0);
+      expect(result.stderr).toContain('turnloom run — scripted (from-jsonc)');
     });
 
     it('TURNLOOM_MODEL beats the files, and the scripted provider takes a configured model', async () => {

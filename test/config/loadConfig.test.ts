@@ -132,18 +132,37 @@ describe('loadConfig', () => {
     expect(failure(() => loadConfig({ workspace: folder.workspace, env: folder.env() }))).toBe(`${folder.userFile}: mcp.gh.headers.Authorization: the environment variable GH_TOKEN is not set`);
   });
 
-  it('says where a file is not JSON, without quoting it', () => {
+  it('takes comments and trailing commas in both files', () => {
+    const folder = setup();
+    folder.user('// mine\n{\n  "model": "m", /* the one I use */\n  "permissions": { "mode": "full", },\n}\n');
+    folder.project('{\n  // the repository\'s\n  "agent": "plan",\n}');
+    expect(loadConfig({ workspace: folder.workspace, env: folder.env() }).config).toEqual({ model: 'm', permissions: { mode: 'full' }, agent: 'plan' });
+  });
+
+  it('keeps "__proto__" a key, as JSON.parse does: refused as unknown, never the prototype', () => {
+    const folder = setup();
+    folder.project('{ "__proto__": { "permissions": { "mode": "full" } } }');
+    expect(failure(() => loadConfig({ workspace: folder.workspace, env: folder.env() }))).toBe(`${folder.projectFile}: unknown key "__proto__"`);
+  });
+
+  it('says where a file is not JSON, as file:line:column, without quoting it', () => {
     const folder = setup();
     folder.project('{\n  "model": "x",\n    "sk-secret-value-1234"\n}\n');
     const message = failure(() => loadConfig({ workspace: folder.workspace, env: folder.env() }));
-    expect(message).toBe(`${folder.projectFile}: not valid JSON at line 4 column 1`);
+    expect(message).toBe(`${folder.projectFile}:4:1: not valid JSON: colon expected`);
     expect(message).not.toContain('sk-secret');
-    folder.project('{\n  "a": 1,\n    }\n');
-    expect(failure(() => loadConfig({ workspace: folder.workspace, env: folder.env() }))).toBe(`${folder.projectFile}: not valid JSON at line 3 column 5`);
+    folder.project('{\n  "a": 1\n  "b": 2\n}\n');
+    expect(failure(() => loadConfig({ workspace: folder.workspace, env: folder.env() }))).toBe(`${folder.projectFile}:3:3: not valid JSON: comma expected`);
     folder.project('');
-    expect(failure(() => loadConfig({ workspace: folder.workspace, env: folder.env() }))).toMatch(/not valid JSON \(the file is empty; \{\} is an empty configuration\)$/);
+    expect(failure(() => loadConfig({ workspace: folder.workspace, env: folder.env() }))).toBe(`${folder.projectFile}: the file is empty ({} is an empty configuration)`);
     folder.project('{"model": ');
-    expect(failure(() => loadConfig({ workspace: folder.workspace, env: folder.env() }))).toMatch(/not valid JSON \(it ends too soon\)$/);
+    expect(failure(() => loadConfig({ workspace: folder.workspace, env: folder.env() }))).toMatch(/turnloom\.json:1:11: not valid JSON: it ends too soon \(value expected\)$/);
+  });
+
+  it('takes .mcp.json as strict JSON, as the other tools that read it do', () => {
+    const folder = setup();
+    writeFileSync(join(folder.workspace, '.mcp.json'), '{\n  // servers\n  "mcpServers": {}\n}');
+    expect(failure(() => loadConfig({ workspace: folder.workspace, env: folder.env() }))).toBe(`${join(folder.workspace, '.mcp.json')}:2:3: not valid JSON: invalid comment token`);
   });
 
   it('names the file and the key of a schema mistake', () => {
