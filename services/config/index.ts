@@ -2,7 +2,7 @@ export { configSchema, providerKinds, builtInProviders, builtInAgents } from './
 export type { TurnloomConfig, ProviderConfig, ProviderKind, AgentConfig, McpServerConfig, McpServersEntry } from './configSchema.ts';
 export { mcpServersEntrySchema } from './configSchema.ts';
 export { loadConfig, userConfigPath, projectConfigPath, PROJECT_CONFIG_FILE, PROJECT_MCP_FILE } from './loadConfig.ts';
-export type { LoadConfigOptions, LoadedConfig, OfferedMcpServer } from './loadConfig.ts';
+export type { ConfigLayer, LoadConfigOptions, LoadedConfig, OfferedMcpServer } from './loadConfig.ts';
 export { mcpSpecDigest, fromMcpServersEntry } from './mcpServersShape.ts';
 export { expandVariables, MissingVariable } from './expandVariables.ts';
 export { mergeConfigs } from './mergeConfigs.ts';
@@ -11,3 +11,5 @@ export { renderConfigReference, renderConfigJsonSchema } from './renderConfigRef
 export { configIssueLine } from './configIssues.ts';
 export { parseJsonText } from './parseJsonText.ts';
 export type { JsonDialect, JsonSyntaxError, ParsedJson } from './parseJsonText.ts';
+export { configSources } from './configSources.ts';
+export type { ConfigSource, ConfigValue, EnvironmentOverride } from './configSources.ts';

@@ -59,6 +59,15 @@ export interface LoadedConfig {
   expanded: string[];
   /** The MCP servers the project asks for (its turnloom.json's and .mcp.json's): not in `config`, never started unasked. */
   offered: OfferedMcpServer[];
+  /** Each file read, user file first, as written: `${VAR}`s unexpanded (the project's MCP servers are in `offered`). For showing where a value came from. */
+  layers: ConfigLayer[];
+}
+
+/** One configuration file as it was written. */
+export interface ConfigLayer {
+  source: 'user' | 'project';
+  file: string;
+  config: TurnloomConfig;
 }
 
 /** A mistake in `file` (at `line:column`, when it is one of syntax), as one line. */
@@ -91,7 +100,11 @@ function readIfThere(file: string): string | null {
 }
 
 /** One file parsed and checked on its own; `null` when it is not there. */
-function readConfigFile(file: string, env: Readonly<Record<string, string | undefined>>, project = false): { config: TurnloomConfig; expanded: string[]; offered?: Record<string, McpServerConfig> } | null {
+function readConfigFile(
+  file: string,
+  env: Readonly<Record<string, string | undefined>>,
+  project = false,
+): { config: TurnloomConfig; written: TurnloomConfig; expanded: string[]; offered?: Record<string, McpServerConfig> } | null {
   const text = readIfThere(file);
   if (text === null) return null;
   const raw = parsedJson(file, text, 'jsonc', '{} is an empty configuration');
@@ -108,7 +121,8 @@ function readConfigFile(file: string, env: Readonly<Record<string, string | unde
   const { mcp, ...kept } = config;
   const offered = project ? mcp : undefined;
   try {
-    return { ...expandVariables(project ? kept : config, env), ...(offered ? { offered } : {}) };
+    const written = project ? kept : config;
+    return { ...expandVariables(written, env), written, ...(offered ? { offered } : {}) };
   } catch (error) {
     if (error instanceof MissingVariable) throw invalid(file, error.message);
     throw error;
@@ -150,7 +164,8 @@ export function loadConfig(options: LoadConfigOptions): LoadedConfig {
     ...(project?.offered ? [{ file: projectFile!, servers: project.offered }] : []),
     ...(mcpServers ? [{ file: mcpFile!, servers: mcpServers }] : []),
   ]);
-  return { config, files: [...files, ...(mcpServers ? [mcpFile!] : [])], expanded: [...(user?.expanded ?? []), ...(project?.expanded ?? [])], offered };
+  const layers: ConfigLayer[] = [...(user ? [{ source: 'user' as const, file: userFile, config: user.written }] : []), ...(project ? [{ source: 'project' as const, file: projectFile!, config: project.written }] : [])];
+  return { config, files: [...files, ...(mcpServers ? [mcpFile!] : [])], expanded: [...(user?.expanded ?? []), ...(project?.expanded ?? [])], offered, layers };
 }
 
 /** A project's `.mcp.json` (`{"mcpServers": {…}}`, as Claude Code writes it) mapped onto our shape; `null` when there is none. */

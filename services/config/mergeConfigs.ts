@@ -13,7 +13,8 @@ const additiveLists: readonly string[][] = [
   ['agents', '*', 'rules'],
 ];
 
-const additive = (path: string[]) => additiveLists.some((pattern) => pattern.length === path.length && pattern.every((part, index) => part === '*' || part === path[index]));
+/** Whether the list at `path` adds up across the files (permission rules) rather than being replaced. */
+export const additive = (path: readonly string[]): boolean => additiveLists.some((pattern) => pattern.length === path.length && pattern.every((part, index) => part === '*' || part === path[index]));
 
 function merge(base: unknown, over: unknown, path: string[]): unknown {
   if (over === undefined) return base;

@@ -56,7 +56,7 @@ describe('loadConfig', () => {
 
   it('is empty when there is no file', () => {
     const { workspace, env } = setup();
-    expect(loadConfig({ workspace, env: env() })).toEqual({ config: {}, files: [], expanded: [], offered: [] });
+    expect(loadConfig({ workspace, env: env() })).toEqual({ config: {}, files: [], expanded: [], offered: [], layers: [] });
   });
 
   it('reads the user file and the project file, the project’s keys over the user’s', () => {
@@ -84,7 +84,7 @@ describe('loadConfig', () => {
     const folder = setup();
     folder.user({ model: 'a' });
     folder.project({ model: 'b' });
-    expect(loadConfig({ workspace: null, env: folder.env() })).toEqual({ config: { model: 'a' }, files: [folder.userFile], expanded: [], offered: [] });
+    expect(loadConfig({ workspace: null, env: folder.env() })).toEqual({ config: { model: 'a' }, files: [folder.userFile], expanded: [], offered: [], layers: [{ source: 'user', file: folder.userFile, config: { model: 'a' } }] });
   });
 
   it('refuses an allow rule in the project file, naming the file and where to put it', () => {
