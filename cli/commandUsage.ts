@@ -134,3 +134,11 @@ export const undoUsage = `turnloom undo [THREAD] [options]   put back the files 
 ${threadFolderUsage}
   The work tree is saved as a git ref before anything changes. Run it again to undo the turn before, and so on,
   as long as the turn it reaches changed files. Needs a git repository (turns elsewhere keep no checkpoints).`;
+
+export const configUsage = `turnloom config [--cwd DIR] [--json]   the configuration a command run here uses, and where each value came from
+  --cwd DIR           the workspace whose turnloom.json is read (default: this folder)
+  --json              print { files: { user, project }, values: [{ path, value, source }] } and nothing else
+  One line a value: path = value  (default | user file F | project file F | environment VARIABLE | offered by F),
+  the files (comments and trailing commas allowed) under the defaults, the environment over them; the flags of
+  run, serve and worker win over all of it. Keys are shown by their variables' names (apiKeyEnv); an MCP server's
+  env and headers values only by their \${VAR}s, the rest as ***.`;

@@ -4,7 +4,7 @@ import { inspect } from 'node:util';
 import { UsageError, oneLine, parseOptions, userFacingMessage } from './cliErrors.ts';
 import { installRedactingConsole, redact } from './redact.ts';
 import { VERSION } from '../domain/version.ts';
-import { demoUsage, inspectUsage, mcpUsage, replayUsage, runUsage, serveUsage, showUsage, threadsUsage, undoUsage, workerUsage } from './commandUsage.ts';
+import { configUsage, demoUsage, inspectUsage, mcpUsage, replayUsage, runUsage, serveUsage, showUsage, threadsUsage, undoUsage, workerUsage } from './commandUsage.ts';
 
 /** The package root (the compiled command runs from dist/): charts belong to the package, wherever the command runs from. */
 const above = resolve(fileURLToPath(new URL('..', import.meta.url)));
@@ -22,8 +22,9 @@ const commands = {
   replay: () => import('./replayCommand.ts').then((module) => module.replayCommand),
   inspect: () => import('./inspectCommand.ts').then((module) => module.inspectCommand),
   mcp: () => import('./mcpCommand.ts').then((module) => module.mcpCommand),
+  config: () => import('./configCommand.ts').then((module) => module.configCommand),
 };
-const usages: Record<keyof typeof commands, string> = { run: runUsage, threads: threadsUsage, show: showUsage, undo: undoUsage, demo: demoUsage, serve: serveUsage, worker: workerUsage, replay: replayUsage, inspect: inspectUsage, mcp: mcpUsage };
+const usages: Record<keyof typeof commands, string> = { run: runUsage, threads: threadsUsage, show: showUsage, undo: undoUsage, demo: demoUsage, serve: serveUsage, worker: workerUsage, replay: replayUsage, inspect: inspectUsage, mcp: mcpUsage, config: configUsage };
 
 const chartsUsage = `turnloom charts [--check]   write docs/charts/*.mmd|json and the generated doc sections
   --check             change nothing; exit 1 when any of them is stale`;
@@ -42,6 +43,7 @@ commands:
   replay FILE        run a recorded provider stream through the real SDK and the engine (see below)
   inspect            the live state-chart inspector in the browser, for an engine on NATS (see below)
   mcp add|list|remove|allow   MCP servers: the user file's, and those a project offers (see below)
+  config             the configuration in effect here, each value with where it came from (see below)
   charts [--check]   write docs/charts/*.mmd|json and the generated doc sections;
                      --check exits 1 when any of them is stale
   help COMMAND       that command's options (or: turnloom COMMAND --help)
@@ -79,12 +81,13 @@ async function main(argv: string[]): Promise<number> {
     case 'replay':
     case 'inspect':
     case 'mcp':
+    case 'config':
       return (await commands[command]())(rest);
     case 'help': {
       const [topic] = rest;
       if (topic === 'charts') console.log(chartsUsage);
       else if (topic !== undefined && topic in commands) console.log(usages[topic as keyof typeof commands]);
-      else if (topic !== undefined) throw new UsageError(`no command "${topic}"; the commands are run, threads, show, undo, demo, serve, worker, replay, inspect, mcp and charts`);
+      else if (topic !== undefined) throw new UsageError(`no command "${topic}"; the commands are run, threads, show, undo, demo, serve, worker, replay, inspect, mcp, config and charts`);
       else console.log(usage());
       return 0;
     }
@@ -99,7 +102,7 @@ async function main(argv: string[]): Promise<number> {
       console.log(usage());
       return 0;
     default:
-      throw new UsageError(`unknown command "${command}"; the commands are run, threads, show, undo, demo, serve, worker, replay, inspect, mcp and charts (turnloom --help)`);
+      throw new UsageError(`unknown command "${command}"; the commands are run, threads, show, undo, demo, serve, worker, replay, inspect, mcp, config and charts (turnloom --help)`);
   }
 }
 

@@ -3,7 +3,7 @@ import { anthropicParameters } from '../adapters/providers/anthropicParameters.t
 import { LazyProvider } from '../adapters/providers/lazyProvider.ts';
 import { type Script, ScriptedProvider, scriptSchema } from '../adapters/providers/scriptedProvider.ts';
 import type { ProviderAdapter, ProviderChoice } from '../domain/index.ts';
-import { type ProviderKind, type TurnloomConfig, builtInProviders, providerKinds } from '../services/config/index.ts';
+import { type EnvironmentOverride, type ProviderKind, type TurnloomConfig, builtInProviders, providerKinds } from '../services/config/index.ts';
 import { UsageError, readJsonFile } from './cliErrors.ts';
 import { registerSecret } from './redact.ts';
 
@@ -53,6 +53,22 @@ const defaultKeyVariables: Record<ProviderKind, string> = { anthropic: 'ANTHROPI
 /** What the environment already said for the built-in providers; it beats the configuration files. */
 const environmentBaseUrl: Record<ProviderKind, string> = { anthropic: 'ANTHROPIC_BASE_URL', 'openai-chat': 'OPENAI_BASE_URL', 'openai-responses': 'OPENAI_BASE_URL' };
 const environmentModel: Record<ProviderKind, string> = { anthropic: 'TURNLOOM_ANTHROPIC_MODEL', 'openai-chat': 'TURNLOOM_OPENAI_MODEL', 'openai-responses': 'TURNLOOM_OPENAI_MODEL' };
+
+/** The variables set here that beat the configuration files, where they do (as `providersFromEnvironment` reads them): for `turnloom config`. */
+export function environmentOverrides(env: NodeJS.ProcessEnv): EnvironmentOverride[] {
+  const overrides: EnvironmentOverride[] = [];
+  const add = (path: string[], variable: string) => {
+    const value = env[variable];
+    if (value) overrides.push({ path, variable, value });
+  };
+  add(['provider'], 'TURNLOOM_PROVIDER');
+  add(['model'], 'TURNLOOM_MODEL');
+  for (const kind of providerKinds) {
+    add(['providers', kind, 'baseUrl'], environmentBaseUrl[kind]);
+    add(['providers', kind, 'model'], environmentModel[kind]);
+  }
+  return overrides;
+}
 
 /** A provider the configuration may tune or define, as this process would run it. */
 interface ProviderPlan {

@@ -14,7 +14,7 @@ describe('turnloom --version and help', () => {
     expect(result.stdout.trim()).toBe(packageVersion);
   });
 
-  it.each(['run', 'threads', 'show', 'undo', 'demo', 'serve', 'worker', 'replay', 'inspect', 'charts'])('help %s and %s --help print that command\'s own help, not the global one', async (command) => {
+  it.each(['run', 'threads', 'show', 'undo', 'demo', 'serve', 'worker', 'replay', 'inspect', 'mcp', 'config', 'charts'])('help %s and %s --help print that command\'s own help, not the global one', async (command) => {
     const [byHelp, byFlag] = await Promise.all([runTurnloom(['help', command]), runTurnloom([command, '--help'])]);
     expect(byHelp.code).toBe(0);
     expect(byHelp.stdout.startsWith(`turnloom ${command}`)).toBe(true);
@@ -25,6 +25,6 @@ describe('turnloom --version and help', () => {
   it('help of a command that does not exist is one line and exit 2', async () => {
     const result = await runTurnloom(['help', 'nope']);
     expect(result.code).toBe(2);
-    expect(result.stderr.trim().split('\n')).toEqual(['turnloom: no command "nope"; the commands are run, threads, show, undo, demo, serve, worker, replay, inspect, mcp and charts']);
+    expect(result.stderr.trim().split('\n')).toEqual(['turnloom: no command "nope"; the commands are run, threads, show, undo, demo, serve, worker, replay, inspect, mcp, config and charts']);
   });
 });
