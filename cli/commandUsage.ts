@@ -139,6 +139,6 @@ export const configUsage = `turnloom config [--cwd DIR] [--json]   the configura
   --cwd DIR           the workspace whose turnloom.json is read (default: this folder)
   --json              print { files: { user, project }, values: [{ path, value, source }] } and nothing else
   One line a value: path = value  (default | user file F | project file F | environment VARIABLE | offered by F),
-  the files (comments and trailing commas allowed) under the defaults, the environment over them; the flags of
-  run, serve and worker win over all of it. Keys are shown by their variables' names (apiKeyEnv); an MCP server's
+  the user file over the defaults, the project file over it, the environment over both (comments and trailing
+  commas are allowed in the files); the flags of run, serve and worker win over all of it. Keys are shown by their variables' names (apiKeyEnv); an MCP server's
   env and headers values only by their \${VAR}s, the rest as ***.`;
