@@ -4,13 +4,15 @@ import { failureHint } from './run/failureHint.ts';
 import { paint, wantsColour } from './colours.ts';
 import { printStyled } from './redact.ts';
 import { changesOf, summaryLines } from './run/runSummary.ts';
-import { terminalJson, visible } from './terminalText.ts';
+import { visible } from './terminalText.ts';
+import { JsonLines } from './run/jsonLines.ts';
 import { providersFromEnvironment } from './providerRegistry.ts';
 import { LazyProvider } from '../adapters/providers/lazyProvider.ts';
 import { commandConfig, compactionOptions } from './commandConfig.ts';
 import { terminalQuestion, withProjectServers } from './mcpConsent.ts';
 import type { ApprovalPolicy } from './run/approvalAnswers.ts';
 import { type RunReport, runEmbedded } from './run/embeddedRun.ts';
+import type { TurnEvent } from '../client/index.ts';
 import { agentProvider, checkAgent, configuredAgents } from './workerSetup.ts';
 import { dataFolderFor, workspaceSetup } from './workspaceSetup.ts';
 import { runUsage } from './commandUsage.ts';
@@ -77,6 +79,9 @@ export async function runCommand(args: string[]): Promise<number> {
   if (!values.json) notes.write(`turnloom run — ${name}${model ? ` (${model})` : ''}, ${workspace.summary}${agent ? `, agent: ${agent}` : ''}${files.length > 0 ? `, config: ${files.join(', ')}` : ''}\n`);
   if (workspace.isolationWarning) notes.write(`turnloom: ${workspace.isolationWarning}\n`);
 
+  // --json: JSON Lines on stdout as the turn runs (docs/run-json.md); everything else goes to stderr.
+  const json = values.json ? new JsonLines(process.stdout) : null;
+  const resumed = values.continue || values.thread !== undefined;
   const report = await runEmbedded({
     prompt,
     workspace,
@@ -102,9 +107,14 @@ export async function runCommand(args: string[]): Promise<number> {
     onThread: (threadId, threadMode) => {
       const mode = agent ? agentMode(threadMode, configuredAgents(config)[agent]!) : threadMode;
       notes.write(`thread ${threadId} · mode ${mode}${agent && mode !== threadMode ? ` (agent ${agent})` : ''}${mode === 'full' ? ' (nothing asks)' : `, approvals: ${policy}`} · data ${dataDir}\n`);
+      json?.thread(threadId, mode, resumed);
     },
+    ...(json ? { onEvent: (threadId: string, event: TurnEvent) => json.event(threadId, event) } : {}),
+  }).catch((error: unknown) => {
+    json?.error(error);
+    throw error;
   });
-  if (values.json) console.log(terminalJson(jsonReport(report)));
+  if (json) json.summary(jsonReport(report));
   else {
     printStyled(summaryLines(report, paint(colour), { diff: !values['no-diff'] }).join('\n'));
     const where = `${values.cwd === '.' ? '' : ` --cwd ${shellQuote(values.cwd!)}`}${values.data === undefined ? '' : ` --data ${shellQuote(values.data)}`}`;

@@ -1,5 +1,5 @@
 import { InProcessHub } from '../../bus/index.ts';
-import { TurnloomClient } from '../../client/index.ts';
+import { TurnloomClient, type TurnEvent } from '../../client/index.ts';
 import type { PendingApproval } from '../../protocol/index.ts';
 import type { CheckpointDiff, FileChange, FileChanges, PermissionMode, PermissionRule, ProviderAdapter, ProviderChoice, ThreadView, TurnView, Usage } from '../../domain/index.ts';
 import { TurnloomError } from '../../domain/index.ts';
@@ -54,6 +54,12 @@ export interface RunRequest {
   onStarted?: () => void;
   /** Called with the thread as soon as it is known (created or found), so a run stopped at any moment can be continued, and the permission mode in force on it. */
   onThread?: (threadId: string, mode: PermissionMode) => void;
+  /**
+   * Told each of the turn's events as it happens (`run --json`), with the
+   * thread it is of: the run's, or a sub-agent's for the approvals this run
+   * answers for it.
+   */
+  onEvent?: (threadId: string, event: TurnEvent) => void;
 }
 
 export interface RunReport {
@@ -231,16 +237,22 @@ export async function runEmbedded(request: RunRequest): Promise<RunReport> {
         });
         if (interrupts > 0) return;
         await client.call('approval.respond', { threadId: approval.threadId, approvalId: approval.id, decision: answer.decision, note: answer.note });
+        // A sub-agent's approval is not in this turn's log: what became of it is told from here.
+        if (approval.parentThreadId !== undefined) {
+          const { id, partId, toolCallId, turnId: childTurnId, threadId: childThreadId } = approval;
+          const decision = answer.decision === 'deny' ? 'denied' : 'approved';
+          request.onEvent?.(childThreadId, { type: 'approval.answered', turnId: childTurnId, approvalId: id, partId, callId: toolCallId, decision, by: null, note: answer.note });
+        }
       };
       /** Follows whatever runs before `target` (a turn left open by a stopped run), then `target` itself. */
       const followThrough = async (target: string) => {
         for (let open = openTurn(); open !== null && open !== target; open = openTurn()) {
           say(`turn ${open} of this thread, left open by a run that stopped, goes on first`);
-          await follow(client, watch, open, view, answerOne);
+          await follow(client, watch, open, view, answerOne, request.onEvent);
           // Stopped while it ran: ours is stopped too rather than started.
           if (interrupts > 0 && openTurn() === target) stopOpenTurn();
         }
-        await follow(client, watch, target, view, answerOne);
+        await follow(client, watch, target, view, answerOne, request.onEvent);
       };
       await followThrough(turnId);
       // Queued prompts run one after another once this turn settled, unless it was interrupted.
@@ -299,8 +311,9 @@ function follow(
   turnId: string,
   view: TerminalView | null,
   answer: (approval: PendingApproval) => Promise<void>,
+  onEvent?: (threadId: string, event: TurnEvent) => void,
 ): Promise<void> {
-  const progress = new TurnProgress(turnId, watch.threadId);
+  const progress = new TurnProgress(turnId, watch.threadId, onEvent && ((event) => onEvent(watch.threadId, event)));
   return new Promise<void>((resolve, reject) => {
     let answering = Promise.resolve();
     const asked = new Set<string>();
@@ -327,6 +340,7 @@ function follow(
           for (const approval of approvals) {
             if (approval.parentThreadId === undefined || asked.has(approval.id)) continue;
             asked.add(approval.id);
+            onEvent?.(approval.threadId, { type: 'approval.asked', turnId: approval.turnId, approval });
             ask(approval);
           }
         })

@@ -68,16 +68,26 @@ export function progressOf(event: TurnEvent): Progress[] {
 export class TurnProgress {
   private readonly feed: TurnEventFeed;
 
-  constructor(turnId: string, threadId = '') {
+  /** `onEvent` hears each event the progress is made of, as it is made (`run --json` writes them). */
+  constructor(
+    turnId: string,
+    threadId = '',
+    private readonly onEvent?: (event: TurnEvent) => void,
+  ) {
     this.feed = new TurnEventFeed(threadId, turnId);
   }
 
   /** A delta of the live channel: text of this turn shown at once. */
   live(delta: LiveDelta): Progress[] {
-    return this.feed.live(delta).flatMap(progressOf);
+    return this.shown(this.feed.live(delta));
   }
 
   next(turn: TurnView): Progress[] {
-    return this.feed.next(turn).flatMap(progressOf);
+    return this.shown(this.feed.next(turn));
+  }
+
+  private shown(events: TurnEvent[]): Progress[] {
+    if (this.onEvent) for (const event of events) this.onEvent(event);
+    return events.flatMap(progressOf);
   }
 }

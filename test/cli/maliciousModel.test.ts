@@ -7,7 +7,7 @@ import { LmdbStore } from '../../adapters/lmdbStore.ts';
 import type { PermissionMode } from '../../domain/index.ts';
 import { Engine } from '../../services/engine/engine.ts';
 import { processesWith, uniqueTag } from '../support/processes.ts';
-import { type Folder, type RunResult, gitRepo, plainFolder, run } from './runFixtures.ts';
+import { type Folder, type RunResult, gitRepo, plainFolder, run, summaryOf } from './runFixtures.ts';
 
 const shown = (result: RunResult) => `code ${result.code} signal ${result.signal}\nstdout:\n${result.stdout}\nstderr:\n${result.stderr}`;
 const folders: Folder[] = [];
@@ -120,7 +120,7 @@ describe('a malicious model, in every permission mode, gets exactly what the mod
     for (const { mode, result, workspace, outside, secrets, tag } of outcomes) {
       const where = `${mode}\n${shown(result)}`;
       expect(result.code, where).toBe(0);
-      const report = JSON.parse(result.stdout.trim()) as { status: string; toolCalls: Array<{ name: string; input: { path?: string; command?: string }; state: string; output: string | null; error: string | null }> };
+      const report = summaryOf(result.stdout) as { status: string; toolCalls: Array<{ name: string; input: { path?: string; command?: string }; state: string; output: string | null; error: string | null }> };
       expect(report.status, where).toBe('completed');
       const byInput = (name: string, key: 'path' | 'command', value: string | RegExp) =>
         report.toolCalls.find((toolCall) => toolCall.name === name && (typeof value === 'string' ? toolCall.input[key] === value : value.test(toolCall.input[key] ?? '')))!;

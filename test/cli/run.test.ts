@@ -20,11 +20,12 @@ interface ChatRequestBody {
 
 const shown = (result: RunResult) => `code ${result.code} signal ${result.signal} timedOut ${result.timedOut}\nstdout:\n${result.stdout}\nstderr:\n${result.stderr}`;
 
-/** The one JSON line `--json` prints on stdout. */
+/** The summary `--json` ends with, past the lines of the turn's events (all JSON with a `type`). */
 function jsonOf(result: RunResult): JsonReport {
-  const lines = result.stdout.split('\n').filter((line) => line.trim() !== '');
-  expect(lines, shown(result)).toHaveLength(1);
-  return JSON.parse(lines[0]!) as JsonReport;
+  const lines = result.stdout.split('\n').filter((line) => line.trim() !== '').map((line) => JSON.parse(line) as { type: string });
+  expect(lines.map((line) => typeof line.type), shown(result)).not.toContain('undefined');
+  expect(lines.map((line) => line.type).indexOf('summary'), shown(result)).toBe(lines.length - 1);
+  return lines.at(-1) as unknown as JsonReport;
 }
 
 const allBodies = (server: RecordedStreamServer) => server.requests.map((request) => request.body as ChatRequestBody);
@@ -147,9 +148,9 @@ describe('turnloom run against an OpenAI-compatible server', () => {
       cwd: workspace.path,
       env: openAiEnv(firstServer.baseURL),
     });
-    // With --json the prompts go to stderr: stdout holds the report only.
+    // With --json the prompts go to stderr: stdout holds JSON lines only, the question among them.
     await first.waitFor('stderr', '? allow');
-    expect(first.stdout()).toBe('');
+    expect(first.stdout().trim().split('\n').map((line) => (JSON.parse(line) as { type: string }).type).at(-1)).toBe('approval.requested');
     first.write('a\n');
     const firstResult = await first.exited;
     expect(firstResult.code, shown(firstResult)).toBe(0);
@@ -366,7 +367,8 @@ describe('turnloom run with a usage mistake', () => {
     expect(result.timedOut, shown(result)).toBe(false);
     expect(result.code, shown(result)).not.toBe(0);
     expect(result.code, shown(result)).not.toBeNull();
-    expect(result.stdout).toBe('');
+    // A harness reading stdout is told too: one line, of type error.
+    expect(result.stdout.trim().split('\n').map((line) => JSON.parse(line) as unknown), shown(result)).toEqual([{ type: 'error', code: 'not_found', message: expect.stringMatching(/^no thread thr_missing/) }]);
     expect(result.stderr).not.toMatch(/^\s*at /m);
     const errors = result.stderr.split('\n').filter((line) => line.includes('thr_missing'));
     expect(errors, shown(result)).toHaveLength(1);

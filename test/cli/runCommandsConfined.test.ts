@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, describe, expect, it } from 'vitest';
 import { processesWith, uniqueTag } from '../support/processes.ts';
-import { type Folder, type RunResult, gitRepo, plainFolder, run, startRun } from './runFixtures.ts';
+import { type Folder, type RunResult, gitRepo, plainFolder, run, startRun, summaryOf } from './runFixtures.ts';
 
 const shown = (result: RunResult) => `code ${result.code} signal ${result.signal}\nstdout:\n${result.stdout}\nstderr:\n${result.stderr}`;
 
@@ -54,7 +54,7 @@ describe.each(['full', 'ask', 'auto-edits'] as const)('turnloom run: what a comm
     const args = ['run', 'look around', '--cwd', workspace.path, '--data', join(data.path, 'state'), '--script', script, '--provider', 'scripted', '--mode', mode, '--approve', 'auto', '--json'];
     const result = await run(args, { cwd: workspace.path, env: secrets });
     expect(result.code, shown(result)).toBe(0);
-    const report = JSON.parse(result.stdout.trim()) as { status: string; toolCalls: Array<{ output: string | null }>; approvals: unknown[] };
+    const report = summaryOf(result.stdout) as { status: string; toolCalls: Array<{ output: string | null }>; approvals: unknown[] };
     expect(report.status).toBe('completed');
     expect(existsSync(join(workspace.path, 'leak-all.txt'))).toBe(true);
     const outputs = report.toolCalls.map((call) => call.output ?? '').join('\n');
@@ -90,7 +90,7 @@ describe('turnloom run with its data folder inside the workspace', () => {
     const result = await run(['run', 'look', '--cwd', workspace.path, '--data', data, '--script', script, '--mode', 'full', '--json'], { cwd: workspace.path, env: { XDG_DATA_HOME: home.path } });
     expect(result.code, shown(result)).toBe(0);
     expect(readdirSync(join(home.path, 'turnloom'))).not.toEqual([]);
-    const [call] = (JSON.parse(result.stdout.trim()) as { toolCalls: Array<{ output: string }> }).toolCalls;
+    const [call] = (summaryOf(result.stdout) as { toolCalls: Array<{ output: string }> }).toolCalls;
     expect(call!.output).toMatch(/^\.turnloom\/run:\n\n.*turnloom:\n.*Read-only file system\nexit code 1$/s);
     expect(readdirSync(data)).toContain('data.mdb');
     expect(readdirSync(data)).not.toContain('planted');
@@ -135,7 +135,7 @@ describe('turnloom run where commands cannot be isolated', () => {
     expect(result.code, shown(result)).toBe(0);
     const warnings = result.stderr.split('\n').filter((line) => line.includes('commands run without isolation'));
     expect(warnings).toEqual([expect.stringMatching(/^turnloom: warning: commands run without isolation \(.*setpriv.*\): a command can read the environment of this process.*\/proc.*docs\/architecture\.md/)]);
-    expect((JSON.parse(result.stdout.trim()) as { toolCalls: Array<{ output: string }> }).toolCalls[0]!.output).toBe('ran\nexit code 0');
+    expect((summaryOf(result.stdout) as { toolCalls: Array<{ output: string }> }).toolCalls[0]!.output).toBe('ran\nexit code 0');
   });
 
   it('says nothing of it where they can', { timeout: 60_000 }, async () => {

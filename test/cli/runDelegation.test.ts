@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { LmdbStore } from '../../adapters/lmdbStore.ts';
 import { type RecordedStreamServer, serveRecordedStream } from '../../adapters/providers/recordedStreamServer.ts';
-import { type Folder, chatText, chatToolCall, chatToolCalls, gitRepo, openAiEnv, plainFolder, run } from './runFixtures.ts';
+import { type Folder, chatText, chatToolCall, chatToolCalls, gitRepo, openAiEnv, plainFolder, run, summaryOf } from './runFixtures.ts';
 
 interface ChatBody {
   messages: Array<{ role: string; content: string | null }>;
@@ -58,7 +58,7 @@ describe('turnloom run with sub-agents, against an OpenAI-compatible server', ()
       env: openAiEnv(server.baseURL),
     });
     expect(result.code, result.stderr).toBe(0);
-    const report = JSON.parse(result.stdout.trim()) as { threadId: string; status: string; text: string; toolCalls: Array<{ name: string; state: string; output: string }> };
+    const report = summaryOf(result.stdout) as { threadId: string; status: string; text: string; toolCalls: Array<{ name: string; state: string; output: string }> };
     expect(report.status).toBe('completed');
     expect(report.text).toBe('Done: Sessions are made in src/session.js. / I wrote notes.txt.');
     expect(report.toolCalls.map((call) => [call.name, call.state])).toEqual([

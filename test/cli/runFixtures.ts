@@ -131,6 +131,9 @@ export function startRun(args: string[], options: { cwd: string; env?: Record<st
   };
 }
 
+/** What `run --json` ends with: the summary, its last line (docs/run-json.md). */
+export const summaryOf = (stdout: string): ReturnType<typeof JSON.parse> => JSON.parse(stdout.trim().split('\n').at(-1)!);
+
 /** A run with nothing on its input (stdin closed at once). */
 export async function run(args: string[], options: { cwd: string; env?: Record<string, string>; input?: string }): Promise<RunResult> {
   const running = startRun(args, options);

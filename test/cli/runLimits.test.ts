@@ -1,7 +1,7 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { type Folder, type RunResult, gitRepo, plainFolder, run } from './runFixtures.ts';
+import { type Folder, type RunResult, gitRepo, plainFolder, run, summaryOf } from './runFixtures.ts';
 
 const shown = (result: RunResult) => `code ${result.code} signal ${result.signal} timedOut ${result.timedOut}\nstdout:\n${result.stdout}\nstderr:\n${result.stderr}`;
 
@@ -27,7 +27,7 @@ describe('run for a CI job', () => {
     const result = await run(['run', 'sleep a long time', ...args, '--timeout', '1'], { cwd: workspace.path });
     expect(result.code, shown(result)).toBe(124);
     expect(result.stderr).toContain('turnloom: timed out after 1 s; the turn was interrupted\n');
-    expect(JSON.parse(result.stdout.trim())).toMatchObject({ status: 'interrupted' });
+    expect(summaryOf(result.stdout)).toMatchObject({ status: 'interrupted' });
   });
 
   it('run - reads the prompt from standard input, to its end', { timeout: 60_000 }, async () => {
@@ -35,7 +35,7 @@ describe('run for a CI job', () => {
     const args = ['--cwd', workspace.path, '--data', join(data.path, 'state'), '--json'];
     const result = await run(['run', '-', ...args], { cwd: workspace.path, input: 'fix the failing test\nin the parser\n' });
     expect(result.code, shown(result)).toBe(0);
-    const report = JSON.parse(result.stdout.trim()) as { title: string; status: string };
+    const report = summaryOf(result.stdout) as { title: string; status: string };
     expect(report.status).toBe('completed');
     // Both lines reached the turn: its title is made from them.
     expect(report.title).toMatch(/fix the failing test in the parser/i);

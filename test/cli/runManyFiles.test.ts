@@ -1,7 +1,7 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { type Folder, type RunResult, git, gitRepo, plainFolder, run } from './runFixtures.ts';
+import { type Folder, type RunResult, git, gitRepo, plainFolder, run, summaryOf } from './runFixtures.ts';
 
 const shown = (result: RunResult) => `code ${result.code} signal ${result.signal} timedOut ${result.timedOut}\nstdout:\n${result.stdout}\nstderr:\n${result.stderr}`;
 
@@ -39,7 +39,7 @@ describe('turnloom run on a turn that changes thousands of files', () => {
     const workspace = made(gitRepo());
     const result = await run(['run', 'npm install', '--cwd', workspace.path, '--script', installScript(8_000), '--approve', 'auto', '--json'], { cwd: workspace.path });
     expect(result.code, shown(result)).toBe(0);
-    const report = JSON.parse(result.stdout.trim()) as { status: string; checkpoint: { files: Array<{ path: string }>; filesChanged: number; filesOmitted: number; additions: number; deletions: number } };
+    const report = summaryOf(result.stdout) as { status: string; checkpoint: { files: Array<{ path: string }>; filesChanged: number; filesOmitted: number; additions: number; deletions: number } };
     expect(report.status).toBe('completed');
     expect(report.checkpoint).toMatchObject({ filesChanged: 8_000, additions: 8_000, deletions: 0 });
     expect(report.checkpoint.files.length).toBeGreaterThan(0);
@@ -53,7 +53,7 @@ describe('turnloom run on a turn that changes thousands of files', () => {
     writeFileSync(script, JSON.stringify({ steps: [[{ toolCall: { name: 'write', input: { path: 'src/a.txt', content: 'x\n' } } }], [{ text: 'done' }]] }));
     const result = await run(['run', 'write it', '--cwd', workspace.path, '--data', '.turnloom/run', '--script', script, '--approve', 'auto', '--json'], { cwd: workspace.path });
     expect(result.code, shown(result)).toBe(0);
-    const report = JSON.parse(result.stdout.trim()) as { checkpoint: { files: Array<{ path: string }> } };
+    const report = summaryOf(result.stdout) as { checkpoint: { files: Array<{ path: string }> } };
     expect(report.checkpoint.files.map((file) => file.path)).toEqual(['src/a.txt']);
     const refs = git(workspace.path, 'for-each-ref', '--format=%(objectname)', 'refs/turnloom').trim().split('\n');
     expect(refs).toHaveLength(2);

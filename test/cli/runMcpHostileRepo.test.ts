@@ -3,7 +3,7 @@ import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { uniqueTag } from '../support/processes.ts';
-import { type Folder, type RunResult, git, gitRepo, plainFolder, run } from './runFixtures.ts';
+import { type Folder, type RunResult, git, gitRepo, plainFolder, run, summaryOf } from './runFixtures.ts';
 
 const require = createRequire(import.meta.url);
 const everythingPackage = dirname(require.resolve('@modelcontextprotocol/server-everything/package.json'));
@@ -92,7 +92,7 @@ describe('turnloom run with an MCP server in the user file, in a repository that
     expect(result.code, shown(result)).toBe(0);
     expect(existsSync(marker), existsSync(marker) ? readFileSync(marker, 'utf8') : '').toBe(false);
     expect(result.stderr).toMatch(/mcp everything: \d+ tools/);
-    const report = JSON.parse(result.stdout.trim()) as { status: string; toolCalls: Array<{ name: string; output: string | null }> };
+    const report = summaryOf(result.stdout) as { status: string; toolCalls: Array<{ name: string; output: string | null }> };
     expect(report.status).toBe('completed');
     const seen = JSON.parse(report.toolCalls[0]!.output!) as Record<string, string>;
     // The variable its spec names reached it; its value, a secret, is masked in what the run prints.

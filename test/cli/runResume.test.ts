@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { type RecordedStreamServer, serveRecordedStream } from '../../adapters/providers/recordedStreamServer.ts';
 import { existsSync } from 'node:fs';
-import { type Folder, type RunResult, git, gitRepo, openAiEnv, plainFolder, run, undoneAfterEach } from './runFixtures.ts';
+import { type Folder, type RunResult, git, gitRepo, openAiEnv, plainFolder, run, undoneAfterEach, summaryOf } from './runFixtures.ts';
 
 const shown = (result: RunResult) => `code ${result.code} signal ${result.signal} timedOut ${result.timedOut}\nstdout:\n${result.stdout}\nstderr:\n${result.stderr}`;
 
@@ -54,7 +54,7 @@ describe('a run that was stopped can be continued', () => {
 
     const next = await run(['run', '--continue', 'go on', ...args, '--json'], { cwd: workspace.path });
     expect(next.code, shown(next)).toBe(0);
-    const report = JSON.parse(next.stdout.trim()) as { threadId: string; status: string; text: string; error: unknown };
+    const report = summaryOf(next.stdout) as { threadId: string; status: string; text: string; error: unknown };
     expect(report).toMatchObject({ threadId, status: 'completed', error: null });
     expect(next.stderr).toContain(`left open by a run that stopped, goes on first`);
     // The killed run's command and the new turn's: the one whose outcome was unknown never ran twice.
@@ -62,7 +62,7 @@ describe('a run that was stopped can be continued', () => {
 
     const again = await run(['run', '--thread', threadId, 'and the last', ...args, '--json'], { cwd: workspace.path });
     expect(again.code, shown(again)).toBe(0);
-    expect(JSON.parse(again.stdout.trim())).toMatchObject({ threadId, status: 'completed' });
+    expect(summaryOf(again.stdout)).toMatchObject({ threadId, status: 'completed' });
   });
 
   it('after kill -9 while an approval waits: run --continue asks it again, and the approved command runs once', { timeout: 90_000 }, async () => {
@@ -103,7 +103,7 @@ describe('a run that was stopped can be continued', () => {
 
     const next = await run(['run', '--continue', 'go on', ...args, '--json'], { cwd: workspace.path });
     expect(next.code, shown(next)).toBe(0);
-    expect(JSON.parse(next.stdout.trim())).toMatchObject({ threadId: threadOf(stopped.stderr), status: 'completed' });
+    expect(summaryOf(next.stdout)).toMatchObject({ threadId: threadOf(stopped.stderr), status: 'completed' });
     expect(next.stderr).not.toContain('goes on first');
     expect(ranLines(workspace.path)).toBe(2);
   });
@@ -136,7 +136,7 @@ describe('where a run keeps its threads', () => {
     // And --continue finds the thread there without being told where.
     const next = await run(['run', '--continue', 'again', '--script', script, '--mode', 'auto-edits', '--json'], { cwd: workspace.path, env });
     expect(next.code, shown(next)).toBe(0);
-    expect(JSON.parse(next.stdout.trim()).threadId).toBe(threadOf(result.stderr));
+    expect(summaryOf(next.stdout).threadId).toBe(threadOf(result.stderr));
   });
 });
 
@@ -155,7 +155,7 @@ describe('a failed turn says why', () => {
     expect(shownRun.stdout).toContain('check OPENAI_API_KEY');
 
     const json = await run(['run', 'hello', '--json', '--data', join(folder().path, 'd')], { cwd: workspace.path, env });
-    expect(JSON.parse(json.stdout.trim())).toMatchObject({
+    expect(summaryOf(json.stdout)).toMatchObject({
       status: 'failed',
       error: { kind: 'authentication', status: 401, message: expect.stringContaining('Incorrect API key'), provider: 'openai-chat', hint: expect.stringContaining('OPENAI_API_KEY') },
     });

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import { visible } from '../../cli/terminalText.ts';
-import { chatText, gitRepo, plainFolder, run } from './runFixtures.ts';
+import { chatText, gitRepo, plainFolder, run, summaryOf } from './runFixtures.ts';
 
 const bin = fileURLToPath(new URL('../../bin/turnloom.mjs', import.meta.url));
 const ESC = '\x1b';
@@ -98,7 +98,7 @@ describe('text from outside reaches the terminal shown, never obeyed', () => {
     expect(result.stdout).not.toContain(ESC);
     expect(result.stdout).not.toContain('\u202e');
     expect(result.stdout).not.toContain('\u009b');
-    expect(JSON.parse(result.stdout.trim()).text).toBe(modelText);
+    expect(summaryOf(result.stdout).text).toBe(modelText);
   });
 
   it('replay prints a recorded stream the same way', { timeout: 60_000 }, async () => {
