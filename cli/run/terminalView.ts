@@ -1,17 +1,16 @@
-import { stripVTControlCharacters } from 'node:util';
 import type { ApprovalPreview } from '../../domain/index.ts';
 import { type Paint, paint, paintPatch } from '../colours.ts';
 import { visible } from '../terminalText.ts';
+import { cutToWidth as cut, displayWidth, tailToWidth } from '../displayWidth.ts';
 import type { Progress } from './turnProgress.ts';
 
 const frames = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'];
 const seconds = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
 /** A failed call shows this many of its last output lines (`verbose`: all it returned). */
 const FAILURE_TAIL_LINES = 20;
-/** A tool's output line, shown indented under it, is cut here. */
+/** A tool's output line, shown indented under it, is cut at this many columns. */
 const MAX_SHOWN_LINE = 200;
 
-const cut = (line: string, max: number) => (line.length > max ? `${line.slice(0, max - 1)}…` : line);
 const nonEmptyLines = (text: string) => text.split('\n').filter((line) => line.trim() !== '');
 
 export interface TerminalViewOptions {
@@ -96,11 +95,11 @@ export class TerminalView {
         const lines = nonEmptyLines(progress.detail);
         const last = lines.at(-1) ?? '';
         const mark = progress.ok ? this.colours.ok('✓') : this.colours.failed('✗');
-        this.line(`${mark} ${progress.label}${took}${progress.ok ? '' : `: ${visible(cut(last, 120))}`}`);
+        this.line(`${mark} ${progress.label}${took}${progress.ok ? '' : `: ${cut(visible(last), 120)}`}`);
         // A failure's last line is on the line above; what led to it is under it.
         const shown = this.verbose ? lines : progress.ok ? [] : lines.slice(-FAILURE_TAIL_LINES - 1, -1);
         if (!this.verbose && !progress.ok && lines.length > FAILURE_TAIL_LINES + 1) this.line(this.colours.dim(`  … ${lines.length - FAILURE_TAIL_LINES - 1} lines above (--verbose shows all)`));
-        for (const line of shown) this.line(this.colours.dim(`  │ ${visible(cut(line, MAX_SHOWN_LINE))}`));
+        for (const line of shown) this.line(this.colours.dim(`  │ ${cut(visible(line), MAX_SHOWN_LINE)}`));
         return;
       }
       case 'approval':
@@ -176,14 +175,12 @@ export class TerminalView {
     const width = Math.max(20, (this.out.columns ?? 80) - 1);
     if (this.typing !== null) {
       const prompt = cut(this.typing.prompt, width - 10);
-      const room = width - prompt.length;
-      const text = visible(this.typing.text);
-      return `${prompt}${text.length > room ? `…${text.slice(-(room - 1))}` : text}`;
+      return `${prompt}${tailToWidth(visible(this.typing.text), width - displayWidth(prompt))}`;
     }
     if (this.running === null) return null;
     const { label, startedAt, latest } = this.running;
     const head = `${frames[this.frame++ % frames.length]} ${label}  ${seconds(this.now() - startedAt)}`;
-    const room = width - head.length - 3;
+    const room = width - displayWidth(head) - 3;
     return latest === '' || room < 10 ? cut(head, width) : `${head}${this.colours.dim(` · ${cut(latest, room)}`)}`;
   }
 
@@ -203,6 +200,6 @@ export class TerminalView {
     const status = this.status();
     if (status === null) return this.clearStatus();
     this.out.write(`${this.statusWidth === 0 ? '\r' : this.blank()}${status}`);
-    this.statusWidth = [...stripVTControlCharacters(status)].length;
+    this.statusWidth = displayWidth(status);
   }
 }

@@ -2,6 +2,7 @@ import type { ApprovalView, TurnView } from '../../domain/index.ts';
 import type { LiveDelta } from '../../protocol/index.ts';
 import { type TurnEvent, TurnEventFeed } from '../../client/index.ts';
 import { visible } from '../terminalText.ts';
+import { cutToWidth } from '../displayWidth.ts';
 
 /** What a terminal shows next of a running turn. */
 export type Progress =
@@ -20,17 +21,17 @@ const shownActivities: Record<string, (message: string) => string> = {
 
 /**
  * How a tool call reads on one line: its name and what it touches, cut to
- * `maxChars` characters. A tool with no known field for that (an MCP
+ * `maxColumns` columns. A tool with no known field for that (an MCP
  * tool's) shows its arguments as JSON: whoever approves it sees what it is given.
  */
-export function toolLabel(name: string, input: unknown, maxChars = 80): string {
+export function toolLabel(name: string, input: unknown, maxColumns = 80): string {
   const fields = (input ?? {}) as Record<string, unknown>;
   // A sub-agent's call reads as who does what: `task explore: find where sessions are made`.
   const delegated = typeof fields.agent === 'string' ? [`${fields.agent}: ${String(fields.description ?? fields.prompt ?? '')}`] : [];
   const subject = [fields.command, fields.path, fields.pattern, ...delegated].find((value) => typeof value === 'string') as string | undefined;
   const shown = subject ?? (typeof input === 'object' && input !== null && Object.keys(input).length > 0 ? JSON.stringify(input) : undefined);
   const oneLine = shown === undefined ? undefined : visible(shown.replace(/\s+/g, ' '));
-  return visible(oneLine ? `${name} ${oneLine.length > maxChars ? `${oneLine.slice(0, maxChars - 1)}…` : oneLine}` : name);
+  return visible(oneLine ? `${name} ${cutToWidth(oneLine, maxColumns)}` : name);
 }
 
 /** What a terminal shows of one of a turn's events (nothing, for most). */
