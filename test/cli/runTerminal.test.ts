@@ -3,6 +3,7 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
+import { LmdbStore } from '../../adapters/lmdbStore.ts';
 import { type Folder, git, gitRepo, plainFolder } from './runFixtures.ts';
 
 const bin = fileURLToPath(new URL('../../bin/turnloom.mjs', import.meta.url));
@@ -94,6 +95,35 @@ describe('turnloom run in a pseudo-terminal', () => {
     expect(screen).toContain('-export const greet');
     expect(screen).toContain('│ widget check: expected 3 widgets, found 2\r\n');
     expect(screen).not.toContain('\x1b');
+  });
+
+  it('one key answers a question, no Enter; the same key again and Enter right after are not steered into the turn', { timeout: 90_000 }, async () => {
+    const repo = gitRepo();
+    const data = plainFolder('turnloom-run-tty-data-');
+    folders.push(repo, data);
+    const scriptFile = join(data.path, 'script.json');
+    const steps = [[{ text: 'Writing it.' }, { toolCall: { name: 'write', input: { path: 'a.txt', content: 'hi\n' } } }], [{ text: 'Done, and now a few slow words. '.repeat(4) }]];
+    writeFileSync(scriptFile, JSON.stringify({ chunkSize: 4, delayMs: 20, steps }));
+    const threads = join(data.path, 'threads');
+    running = inTerminal(['run', 'write a.txt', '--script', scriptFile, '--data', threads, '--mode', 'ask'], repo.path, {});
+    await running.waitFor('? allow write a.txt');
+    // A key pressed twice and Enter out of habit, in one burst, while the turn goes on.
+    running.type('yy\r');
+    const code = await running.exited;
+    const plain = running.screen().replace(/\x1b\[[0-9;]*[A-Za-z]/g, '');
+    expect(code, plain).toBe(0);
+    expect(readFileSync(join(repo.path, 'a.txt'), 'utf8')).toBe('hi\n');
+    expect(plain).toMatch(/\[n\]o: y\r?\n/);
+    expect(plain).not.toContain('steered');
+    const store = LmdbStore.open(threads);
+    try {
+      const threadId = /thread (thr_\w+)/.exec(plain)![1]!;
+      const view = store.readView(threadId)!;
+      const turns = view.turnIds.map((id) => view.turns[id]!);
+      expect(turns.map((turn) => [turn.state, turn.messages[0].parts.map((part) => part.text), turn.inbox.length])).toEqual([['completed', ['write a.txt'], 0]]);
+    } finally {
+      await store.close();
+    }
   });
 
   it('a running command shows its elapsed time and its latest output line while it runs', { timeout: 90_000 }, async () => {
