@@ -30,10 +30,13 @@ export const runUsage = `turnloom run "<prompt>" [options]   one turn on the wor
   --verbose           show every tool call's output (default: the tail of a failed one's)
   --no-diff           end without the turn's diff (the changed files and their counts are still listed)
   --timeout S         interrupt the turn after S seconds and exit 124 (so a CI job never hangs on a run)
-  --json              print { threadId, title, turnId, status, error, text, toolCalls, approvals, checkpoint, usage } and nothing else
+  --json              JSON Lines on stdout as the turn runs (thread.started, text.delta, tool.started, approval.requested…,
+                      turn.settled), the last line { type: "summary", threadId, title, turnId, status, error, text,
+                      toolCalls, approvals, checkpoint, usage }; notes go to stderr (docs/run-json.md)
   Colour in a terminal, unless NO_COLOR is set (FORCE_COLOR forces it, on a pipe too).
   In a terminal, a line typed while the turn runs is steered into it (the model reads it at its next step);
-  start the line with /queue to run it as the next turn instead. The report is of the last turn that ran.
+  start the line with /queue to run it as the next turn instead. A question is answered with one key (y, a, n), no Enter.
+  The report is of the last turn that ran.
   Keys: OPENAI_API_KEY (+ OPENAI_BASE_URL for any OpenAI-compatible server; a local one needs no key), ANTHROPIC_API_KEY.
   Configuration: $XDG_CONFIG_HOME/turnloom/config.json and turnloom.json in the workspace (docs/config.md);
   flags and the variables above win over them.`;
