@@ -1,12 +1,16 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import { LmdbStore } from '../../adapters/lmdbStore.ts';
 import { type Folder, git, gitRepo, plainFolder } from './runFixtures.ts';
 
 const bin = fileURLToPath(new URL('../../bin/turnloom.mjs', import.meta.url));
+const require = createRequire(import.meta.url);
+const everythingPackage = dirname(require.resolve('@modelcontextprotocol/server-everything/package.json'));
+const everythingBin = join(everythingPackage, (require(join(everythingPackage, 'package.json')) as { bin: Record<string, string> }).bin['mcp-server-everything']!);
 
 /** An edit that needs a yes, a command that fails loudly on stderr, and an answer. */
 const script = {
@@ -124,6 +128,26 @@ describe('turnloom run in a pseudo-terminal', () => {
     } finally {
       await store.close();
     }
+  });
+
+  it('asks once on the terminal before starting a server the project offers (.mcp.json), starts it on yes and remembers that spec', { timeout: 90_000 }, async () => {
+    const repo = gitRepo();
+    const data = plainFolder('turnloom-run-tty-data-');
+    folders.push(repo, data);
+    writeFileSync(join(repo.path, '.mcp.json'), JSON.stringify({ mcpServers: { everything: { command: process.execPath, args: [everythingBin, 'stdio'] } } }));
+    const scriptFile = join(data.path, 'script.json');
+    writeFileSync(scriptFile, JSON.stringify({ steps: [[{ text: 'Done.' }]] }));
+    const config = join(data.path, 'config');
+    running = inTerminal(['run', 'hi', '--script', scriptFile, '--data', join(data.path, 'threads')], repo.path, { XDG_CONFIG_HOME: config, XDG_CACHE_HOME: join(data.path, 'cache') });
+    await running.waitFor('asks to start MCP server "everything"');
+    expect(running.screen()).toContain(`${process.execPath} ${everythingBin} stdio`);
+    running.type('y\r');
+    const code = await running.exited;
+    const plain = running.screen().replace(/\x1b\[[0-9;]*[A-Za-z]/g, '');
+    expect(code, plain).toBe(0);
+    expect(plain).toMatch(/mcp everything: \d+ tools/);
+    const remembered = JSON.parse(readFileSync(join(config, 'turnloom', 'config.json'), 'utf8')) as { mcpAllowed?: Record<string, string> };
+    expect(remembered.mcpAllowed?.everything).toMatch(/^[0-9a-f]{64}$/);
   });
 
   it('a running command shows its elapsed time and its latest output line while it runs', { timeout: 90_000 }, async () => {
