@@ -78,7 +78,7 @@ export function defaultScript(request: ProviderRequest): ScriptInput {
   const found = !listed
     ? 'I did not get to look at the workspace.'
     : listed.isError
-      ? `I could not list the workspace: ${firstLine(listed.output)}.`
+      ? `I could not list the workspace: ${firstLine(listed.output).replace(/\.+$/, '')}.`
       : entries.length === 0 || entries[0]!.startsWith('(')
         ? 'The workspace is empty.'
         : `The workspace's top level holds ${entries.length > 6 ? `${entries.slice(0, 6).join(', ')} and more` : entries.join(', ')}.`;

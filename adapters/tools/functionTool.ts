@@ -167,7 +167,10 @@ export class FunctionTools {
       handles: (call) => named(call) !== undefined,
       // Like an MCP tool's, a call's subject is the tool's name: a rule (or an `always` answer) allows the tool.
       classify: (call): ToolClass => ({ kind: named(call)?.kindOf(call.input) ?? 'read', subject: call.name }),
-      validate: (call) => named(call)?.problems(call.input) ?? `no tool named ${call.name}`,
+      validate: (call) => {
+        const each = named(call);
+        return each ? each.problems(call.input) : `no tool named ${call.name}`;
+      },
       execute: async (call, signal) => {
         const each = named(call);
         if (!each) return { output: `no tool named ${call.name}`, isError: true };

@@ -366,12 +366,6 @@ async function runTool(work: TurnWork, call: ToolCall, tools: ToolExecutor, stre
     await work.outbox.record([{ type: 'part.failed', turnId, partId, error: `the ${agent.name} agent has no tool ${call.name}; it may use ${agentTools(agent.profile, tools.specs()).map((spec) => spec.name).join(', ') || 'none'}` }]);
     return;
   }
-  // Checked before anybody is asked: a person never approves a call that could only fail.
-  const invalid = asked ? null : (tools.validate?.(call) ?? null);
-  if (invalid !== null) {
-    await work.outbox.record([{ type: 'part.failed', turnId, partId, error: invalid }]);
-    return;
-  }
   const toolClass = tools.classify(call);
   const { kind, subject } = toolClass;
   const { mode, permissions } = agentPermissions(work, agent.profile);
@@ -379,6 +373,12 @@ async function runTool(work: TurnWork, call: ToolCall, tools: ToolExecutor, stre
   const permission = asked ? 'ask' : decidePermission(permissions, mode, { tool: call.name, ...toolClass });
   if (permission === 'deny') {
     await work.outbox.record([{ type: 'part.failed', turnId, partId, error: refusal(mode, kind) }]);
+    return;
+  }
+  // Checked before anybody is asked (a refusal says more: a corrected input would be refused too): a person never approves a call that could only fail.
+  const invalid = asked ? null : (tools.validate?.(call) ?? null);
+  if (invalid !== null) {
+    await work.outbox.record([{ type: 'part.failed', turnId, partId, error: invalid }]);
     return;
   }
   const consumed: DomainEvent[] = [];

@@ -95,7 +95,7 @@ describe('the in-process turn runner', () => {
     const { turnId } = await client.call('turn.start', { threadId, input: { text: 'what is here?' } });
     await expect.poll(async () => (await turnState(client, threadId, turnId)).state, { timeout: 10_000 }).toBe('completed');
     const answer = (await turnState(client, threadId, turnId)).messages[1].parts.at(-1)!.text;
-    expect(answer).toContain('I could not list the workspace: no tool named list is available');
+    expect(answer).toContain('I could not list the workspace: The tool did not run: no tool named list is available');
     expect(answer).not.toMatch(/holds/);
 
     await client.call('thread.configure', { threadId, rules: [{ tool: 'list', pattern: '*', decision: 'deny' }] });

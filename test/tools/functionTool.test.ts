@@ -112,6 +112,10 @@ describe('FunctionTools: a worker’s own tools beside its executors', () => {
     expect(own.classify({ callId: 'c', name: 'weather', input: { city: 'Oslo' } })).toEqual({ kind: 'command', subject: 'weather' });
     expect(await own.execute({ callId: 'c7', name: 'weather', input: { city: 'Oslo' } }, new AbortController().signal)).toEqual({ output: 'Oslo', isError: false });
     expect(seen).toEqual([expect.objectContaining({ threadId: 'thr_9', turnId: 'turn_9', callId: 'c7', workspace: '/w' })]);
+    // Validated before anybody is asked: a good input passes, a bad one and an unknown name say why.
+    expect(own.validate?.({ callId: 'c8', name: 'weather', input: { city: 'Oslo' } })).toBeNull();
+    expect(own.validate?.({ callId: 'c9', name: 'weather', input: { city: '' } })).toMatch(/^invalid input for weather: city: /);
+    expect(own.validate?.({ callId: 'c10', name: 'forecast', input: {} })).toBe('no tool named forecast');
   });
 
   it('a Worker given clashing tools refuses at construction', () => {
