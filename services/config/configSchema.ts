@@ -93,6 +93,7 @@ const enabled = z.boolean().optional().describe('`false` keeps the server config
 
 const serverUrl = z.url({ protocol: /^https?$/, error: 'must be an http:// or https:// URL' }).describe('The server’s HTTP endpoint');
 const headers = z.record(z.string().regex(/^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,128}$/, 'must be an HTTP header name'), expandable).optional().describe('Headers sent with every request; `${VAR}` in a value is taken from turnloom’s environment');
+const serverArgs = z.array(expandable).max(200).optional().describe('Its arguments; `${VAR}` in one is taken from turnloom’s environment (a token passed as an argument stays out of the file)');
 const serverEnv = z.record(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'must be an environment variable name'), expandable).optional().describe('Its environment beyond PATH, HOME and the locale; `${VAR}` in a value is taken from turnloom’s environment');
 
 /**
@@ -104,7 +105,7 @@ export const mcpServersEntrySchema = z
   .object({
     type: z.enum(['stdio', 'http', 'sse']).optional().describe('`stdio` (a process), `http` (Streamable HTTP) or `sse` (HTTP+SSE)').meta({ defaultText: 'stdio with `command`, http with `url`' }),
     command: z.string().min(1).max(4_096).optional().describe('The program that serves MCP on its standard input and output'),
-    args: z.array(z.string().max(8_192)).max(200).optional().describe('Its arguments'),
+    args: serverArgs,
     env: serverEnv,
     cwd: z.string().min(1).max(4_096).optional().describe('The folder it runs in (default: a folder of its own, outside the workspace)'),
     url: serverUrl.optional(),
@@ -127,7 +128,7 @@ export const mcpServerSchema = z
     z
       .object({
         command: z.string().min(1).max(4_096).describe('The program that serves MCP on its standard input and output'),
-        args: z.array(z.string().max(8_192)).max(200).optional().describe('Its arguments'),
+        args: serverArgs,
         env: serverEnv,
         cwd: z.string().min(1).max(4_096).optional().describe('The folder it runs in, relative to the workspace (default: a folder of its own, outside the workspace); user file only'),
         timeoutMs,

@@ -16,7 +16,7 @@ export class MissingVariable extends Error {
 }
 
 /**
- * The MCP servers' `env` and `headers` with each `${VAR}` replaced by the
+ * The MCP servers' `args`, `env` and `headers` with each `${VAR}` replaced by the
  * variable's value, so a token lives in the environment and the file only
  * names it. Servers with `enabled: false` are left as written. Only those values are expanded: anywhere else `${…}` is taken
  * as written. Returns the config and the values that took a variable in
@@ -26,22 +26,19 @@ export class MissingVariable extends Error {
 export function expandVariables(config: TurnloomConfig, env: Readonly<Record<string, string | undefined>>): { config: TurnloomConfig; expanded: string[] } {
   if (!config.mcp) return { config, expanded: [] };
   const expanded: string[] = [];
-  const expand = (values: Record<string, string> | undefined, path: string) => {
-    if (!values) return values;
-    return Object.fromEntries(
-      Object.entries(values).map(([key, value]) => {
-        let used = false;
-        const result = value.replace(reference, (_, variable: string) => {
-          const found = env[variable];
-          if (found === undefined) throw new MissingVariable(`${path}.${key}`, variable);
-          used = true;
-          return found;
-        });
-        if (used) expanded.push(result);
-        return [key, result];
-      }),
-    );
+  const expandOne = (value: string, path: string): string => {
+    let used = false;
+    const result = value.replace(reference, (_, variable: string) => {
+      const found = env[variable];
+      if (found === undefined) throw new MissingVariable(path, variable);
+      used = true;
+      return found;
+    });
+    if (used) expanded.push(result);
+    return result;
   };
+  const expand = (values: Record<string, string> | undefined, path: string) => values && Object.fromEntries(Object.entries(values).map(([key, value]) => [key, expandOne(value, `${path}.${key}`)]));
+  const expandArgs = (args: string[], path: string) => args.map((arg, at) => expandOne(arg, `${path}.${at}`));
   const mcp = Object.fromEntries(
     Object.entries(config.mcp).map(([name, server]) => [
       name,
@@ -49,7 +46,7 @@ export function expandVariables(config: TurnloomConfig, env: Readonly<Record<str
       server.enabled === false
         ? server
         : 'command' in server
-        ? { ...server, ...(server.env ? { env: expand(server.env, `mcp.${name}.env`) } : {}) }
+        ? { ...server, ...(server.args ? { args: expandArgs(server.args, `mcp.${name}.args`) } : {}), ...(server.env ? { env: expand(server.env, `mcp.${name}.env`) } : {}) }
         : { ...server, ...(server.headers ? { headers: expand(server.headers, `mcp.${name}.headers`) } : {}) },
     ]),
   );

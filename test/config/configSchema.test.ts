@@ -161,23 +161,30 @@ describe('names one file gives and the other uses', () => {
   });
 });
 
-describe('${VAR} in MCP env and headers', () => {
+describe('${VAR} in MCP args, env and headers', () => {
   it('takes the values from the environment, and names a variable that is not set', () => {
     const config: TurnloomConfig = {
       mcp: {
-        a: { command: 'node', env: { TOKEN: '${A_TOKEN}', PLAIN: 'x ${NOT_EXPANDED' } },
+        a: { command: 'node', args: ['server.js', '--token=${A_TOKEN}'], env: { TOKEN: '${A_TOKEN}', PLAIN: 'x ${NOT_EXPANDED' } },
         b: { url: 'https://example.com/mcp', headers: { Authorization: 'Bearer ${B_TOKEN}' } },
         off: { url: 'https://example.com/mcp', headers: { Authorization: 'Bearer ${UNSET_BUT_OFF}' }, enabled: false },
       },
     };
     const { config: expanded, expanded: values } = expandVariables(config, { A_TOKEN: 'aaa', B_TOKEN: 'bbb' });
     expect(expanded.mcp).toEqual({
-      a: { command: 'node', env: { TOKEN: 'aaa', PLAIN: 'x ${NOT_EXPANDED' } },
+      a: { command: 'node', args: ['server.js', '--token=aaa'], env: { TOKEN: 'aaa', PLAIN: 'x ${NOT_EXPANDED' } },
       b: { url: 'https://example.com/mcp', headers: { Authorization: 'Bearer bbb' } },
       off: { url: 'https://example.com/mcp', headers: { Authorization: 'Bearer ${UNSET_BUT_OFF}' }, enabled: false },
     });
-    expect(values).toEqual(['aaa', 'Bearer bbb']);
+    expect(values).toEqual(['--token=aaa', 'aaa', 'Bearer bbb']);
     expect(() => expandVariables(config, { A_TOKEN: 'aaa' })).toThrow(new MissingVariable('mcp.b.headers.Authorization', 'B_TOKEN'));
     expect(() => expandVariables(config, { A_TOKEN: 'aaa' })).toThrow('mcp.b.headers.Authorization: the environment variable B_TOKEN is not set');
+    expect(() => expandVariables(config, { B_TOKEN: 'bbb' })).toThrow(new MissingVariable('mcp.a.args.1', 'A_TOKEN'));
+  });
+
+  it('refuses a token written out in an argument, as in env and headers', () => {
+    const parsed = configSchema.safeParse({ mcp: { gh: { command: 'npx', args: ['-y', 'gh-mcp', '--token', `ghp_${'x'.repeat(36)}`] } } });
+    expect(parsed.success).toBe(false);
+    expect(parsed.error?.issues[0]).toMatchObject({ path: ['mcp', 'gh', 'args', 3], message: expect.stringContaining('looks like a secret written out') });
   });
 });
