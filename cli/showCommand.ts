@@ -1,8 +1,8 @@
-import { UsageError, parseOptions } from './cliErrors.ts';
+import { parseOptions } from './cliErrors.ts';
 import { showUsage } from './commandUsage.ts';
 import { relativeTime } from './relativeTime.ts';
 import { clip, terminalJson, visible } from './terminalText.ts';
-import { noThreadsYet, openThreadFolder, pickThread, threadFolderOptions, threadFolderPath } from './threads/threadFolder.ts';
+import { openForThread, pickThread, threadFolderOptions } from './threads/threadFolder.ts';
 import { type TurnRecord, turnRecord } from './threads/turnRecord.ts';
 import { type TurnHeader, turnRequests } from './threads/turnRequests.ts';
 import { threadTurns } from './threads/threadTurns.ts';
@@ -31,11 +31,7 @@ export async function showCommand(args: string[]): Promise<number> {
     console.log(showUsage);
     return 0;
   }
-  if (positionals.length > 1) throw new UsageError(`show: one thread at a time, not ${positionals.length}; see turnloom show --help`);
-  const given = positionals[0];
-  const dataDir = await threadFolderPath('show', values.cwd, values.data);
-  if (dataDir === null) throw noThreadsYet('show', values.cwd, given);
-  const folder = await openThreadFolder(dataDir);
+  const { folder, given } = await openForThread('show', values, positionals);
   let shown: { thread: ShownThread; turns: TurnRecord[] };
   try {
     const threadId = await pickThread(folder, given);
@@ -51,7 +47,7 @@ export async function showCommand(args: string[]): Promise<number> {
         turns: turns.length,
         createdAt: new Date(thread.createdAt).toISOString(),
         updatedAt: new Date(thread.updatedAt).toISOString(),
-        dataDir,
+        dataDir: folder.dataDir,
       },
       turns: turns.map((turn, index) => turnRecord(turn, index + 1, requests?.get(turn.id) ?? (requests ? { context: null, headers: [] } : undefined))),
     };

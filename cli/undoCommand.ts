@@ -4,10 +4,10 @@ import { Checkpoints } from '../adapters/git/index.ts';
 import { TurnloomError, type TurnView } from '../domain/index.ts';
 import type { RevertResult } from '../protocol/apiResults.ts';
 import { Worker } from '../services/worker/worker.ts';
-import { UsageError, parseOptions } from './cliErrors.ts';
+import { parseOptions } from './cliErrors.ts';
 import { undoUsage } from './commandUsage.ts';
 import { clip, terminalJson, visible } from './terminalText.ts';
-import { type ThreadFolder, noThreadsYet, openThreadFolder, pickThread, threadFolderOptions, threadFolderPath } from './threads/threadFolder.ts';
+import { type ThreadFolder, openForThread, pickThread, threadFolderOptions } from './threads/threadFolder.ts';
 import { threadTurns } from './threads/threadTurns.ts';
 import { workspaceSetup } from './workspaceSetup.ts';
 
@@ -25,11 +25,7 @@ export async function undoCommand(args: string[]): Promise<number> {
     console.log(undoUsage);
     return 0;
   }
-  if (positionals.length > 1) throw new UsageError(`undo: one thread at a time, not ${positionals.length}; see turnloom undo --help`);
-  const given = positionals[0];
-  const dataDir = await threadFolderPath('undo', values.cwd, values.data);
-  if (dataDir === null) throw noThreadsYet('undo', values.cwd, given);
-  const folder = await openThreadFolder(dataDir);
+  const { folder, given } = await openForThread('undo', values, positionals);
   try {
     const threadId = await pickThread(folder, given);
     const { thread, turns } = await threadTurns(folder.client, threadId);

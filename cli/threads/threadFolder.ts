@@ -92,6 +92,18 @@ export async function pickThread(folder: ThreadFolder, given: string | undefined
   return last;
 }
 
+/**
+ * What `show` and `undo` start from: at most one THREAD argument, and the
+ * folder it is in opened (a workspace where nothing ran yet has no thread to name).
+ */
+export async function openForThread(command: string, values: { cwd: string; data?: string | undefined }, positionals: string[]): Promise<{ folder: ThreadFolder; given: string | undefined }> {
+  if (positionals.length > 1) throw new UsageError(`${command}: one thread at a time, not ${positionals.length}; see turnloom ${command} --help`);
+  const given = positionals[0];
+  const dataDir = await threadFolderPath(command, values.cwd, values.data);
+  if (dataDir === null) throw noThreadsYet(command, values.cwd, given);
+  return { folder: await openThreadFolder(dataDir), given };
+}
+
 /** The same, for a workspace whose default data folder does not exist yet: there is no thread to name. */
 export function noThreadsYet(command: string, cwd: string, given: string | undefined): TurnloomError {
   const what = given === undefined ? 'no thread' : `no thread ${given}`;

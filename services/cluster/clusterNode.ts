@@ -182,17 +182,8 @@ export class ClusterNode implements Placement {
 
   async catchUpAll(): Promise<void> {
     const { lastSeq } = await this.logStream.info();
-    let timer: NodeJS.Timeout | undefined;
-    const late = new Promise<never>((_, reject) => {
-      timer = setTimeout(
-        () => reject(new TurnloomError('unavailable', `engine ${this.engineId}'s copy is behind the log (at ${this.tailer!.position} of ${lastSeq}); try again`)),
-        CATCH_UP_ALL_MS,
-      );
-    });
-    try {
-      await Promise.race([this.tailer!.reach(lastSeq), late]);
-    } finally {
-      clearTimeout(timer);
+    if (!(await this.tailer!.reachWithin(lastSeq, CATCH_UP_ALL_MS))) {
+      throw new TurnloomError('unavailable', `engine ${this.engineId}'s copy is behind the log (at ${this.tailer!.position} of ${lastSeq}); try again`);
     }
   }
 

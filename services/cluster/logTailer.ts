@@ -68,6 +68,19 @@ export class LogTailer {
     return new Promise((resolve) => this.waiters.push({ position, resolve }));
   }
 
+  /** Whether everything up to `position` is in the folder within `ms`; a wait that gives up leaves no waiter behind. */
+  reachWithin(position: number, ms: number): Promise<boolean> {
+    if (this.reached >= position) return Promise.resolve(true);
+    return new Promise((resolve) => {
+      const waiter = { position, resolve: () => (clearTimeout(timer), resolve(true)) };
+      const timer = setTimeout(() => {
+        this.waiters.splice(this.waiters.indexOf(waiter), 1);
+        resolve(false);
+      }, ms);
+      this.waiters.push(waiter);
+    });
+  }
+
   /**
    * Brings one thread's copy up to the subject's last message now, ahead of
    * the tailer if it lags; resolves with that message's sequence (0: the
