@@ -1,7 +1,8 @@
 import { type Database, type RootDatabase, open } from 'lmdb';
-import { type ActorSnapshotRecord, type CommitBatch, type ListedThread, type QueuedTurnView, type Receipt, type ReplicaMark, type ReplicaStore, type StoredEvent, type ThreadHead, type ThreadSummary, type ThreadView, type TurnView, TurnloomError, queuedTurnView, summarize } from '../domain/index.ts';
+import { type ActorSnapshotRecord, type CommitBatch, type ListedThread, type QueuedTurnView, type Receipt, type ReplicaMark, type ReplicaStore, type RequestHeader, type StoredEvent, type ThreadHead, type ThreadSummary, type ThreadView, type TurnView, TurnloomError, queuedTurnView, summarize } from '../domain/index.ts';
 import { prepareDataFolder } from './dataFolder.ts';
 import { GroupCommit } from './groupCommit.ts';
+import { InternedHeaders } from './internedHeaders.ts';
 import { type ProcessIdentity, currentProcess, isAlive } from './processIdentity.ts';
 import { type GrownText, type PieceKey, type PieceWrite, grownText, joinTurn, splitTurn } from './turnRows.ts';
 
@@ -57,6 +58,7 @@ interface Meta {
  * | `receiptAges` | [at, commandId]       | 1 (receipts oldest first, for expiry) |
  * | `threadOrder` | seq of `thread.created` | threadId (listing, newest first) |
  * | `ownerThreads` | [owner or '', seq of `thread.created`] | threadId (one owner's listing) |
+ * | `headers`   | header digest           | RequestHeader (each distinct one once: thread rows and `request.header` events in `log` hold `{ ref: digest }`) |
  * | `meta`      | `owner`, `layout`, `replica` | ProcessIdentity (the folder lock); the layout version; in a cluster, the ReplicaMark |
  */
 export class LmdbStore implements ReplicaStore {
@@ -74,6 +76,7 @@ export class LmdbStore implements ReplicaStore {
   private readonly receiptAges: Database<1, [number, string]>;
   private readonly threadOrder: Database<string, number>;
   private readonly ownerThreads: Database<string, [string, number]>;
+  private readonly headers: InternedHeaders;
   private readonly meta: Database<Meta[keyof Meta], keyof Meta>;
   private readonly owner: ProcessIdentity;
   private readonly group: GroupCommit;
@@ -98,6 +101,7 @@ export class LmdbStore implements ReplicaStore {
     this.receiptAges = this.env.openDB({ name: 'receiptAges' });
     this.threadOrder = this.env.openDB({ name: 'threadOrder' });
     this.ownerThreads = this.env.openDB({ name: 'ownerThreads' });
+    this.headers = new InternedHeaders(this.env.openDB<RequestHeader, string>({ name: 'headers' }));
     this.meta = this.env.openDB({ name: 'meta' });
     this.owner = currentProcess();
     this.group = new GroupCommit(this.env);
@@ -201,8 +205,9 @@ export class LmdbStore implements ReplicaStore {
   }
 
   readView(threadId: string): ThreadView | undefined {
-    const head = this.threads.get(threadId);
-    if (!head) return undefined;
+    const row = this.threads.get(threadId);
+    if (!row) return undefined;
+    const head = this.headers.head(row);
     const turns: Record<string, TurnView> = {};
     for (const { key, value } of this.turns.getRange({ start: [threadId], end: [threadId, '\uffff'] })) turns[key[1]] = this.withPieces(threadId, value);
     // Rows written before threads had a queue, a context or reverts that hold the thread lack them.
@@ -254,11 +259,11 @@ export class LmdbStore implements ReplicaStore {
 
   readThreadEvents(threadId: string, after: number, limit: number): StoredEvent[] {
     const seqs = [...this.threadLog.getRange({ start: [threadId, after + 1], end: [threadId, Number.MAX_SAFE_INTEGER], limit }).map(({ value }) => value)];
-    return seqs.map((seq) => this.log.get(seq)!);
+    return seqs.map((seq) => this.headers.event(this.log.get(seq)!));
   }
 
   readLog(after: number, limit: number): StoredEvent[] {
-    return [...this.log.getRange({ start: after + 1, limit }).map(({ value }) => value)];
+    return [...this.log.getRange({ start: after + 1, limit }).map(({ value }) => this.headers.event(value))];
   }
 
   *threadsNewestFirst(before: number | null, owner?: string | null): Iterable<ListedThread> {
@@ -319,12 +324,12 @@ export class LmdbStore implements ReplicaStore {
       const events: StoredEvent[] = batch.events.map(({ threadSeq, event }) => {
         seq += 1;
         const storedEvent: StoredEvent = { seq, threadId: batch.threadId, threadSeq, commandId: batch.commandId, at: batch.at, event };
-        this.log.put(seq, storedEvent);
+        this.log.put(seq, this.headers.eventRow(storedEvent));
         this.threadLog.put([batch.threadId, threadSeq], seq);
         return storedEvent;
       });
       if (batch.expectedThreadSeq === 0 && events[0]) this.indexThread(events[0].seq, batch.threadId, batch.head.owner);
-      this.threads.put(batch.threadId, batch.head);
+      this.threads.put(batch.threadId, this.headers.headRow(batch.head));
       const grown = grownText(batch.events);
       for (const { previous, turn } of batch.turns) this.putTurn(batch.threadId, previous ?? undefined, turn, grown);
       this.summaries.put(batch.threadId, summarize({ ...batch.head, turns: {} }));
