@@ -1,4 +1,7 @@
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { jetstreamManager } from '@nats-io/jetstream';
+import { connect } from '@nats-io/transport-node';
 import { NatsBus } from '../bus/natsBus.ts';
 import { TurnloomClient } from '../client/index.ts';
 import { type CliProcess, runCli } from '../test/support/cliProcess.ts';
@@ -7,28 +10,57 @@ import { startNatsServer } from '../test/support/natsServer.ts';
 import { tempDir } from '../test/support/tempDir.ts';
 import { Teardown, timedRate } from './busBench.ts';
 import { type Figure, type Suite, absolute, compared, median, percentile } from './figure.ts';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 /** One deployment under test: its engines run as `turnloom serve` processes; the bench is their client. */
 interface Deployment {
   label: string;
   client: TurnloomClient;
   threads: string[];
+  /** The engines' process ids, for their CPU time. */
+  pids: number[];
 }
 
 const CONCURRENCY = 16;
 
 async function deploy(teardown: Teardown, label: string, url: string, prefix: string, engines: number, cluster: boolean, threads: number): Promise<Deployment> {
   const dir = teardown.keep(`${label} folders`, tempDir('turnloom-bench-cluster-'), (folder) => folder.remove());
+  const pids: number[] = [];
   for (let index = 0; index < engines; index++) {
     const args = ['serve', '--nats', url, '--no-worker', '--prefix', prefix, '--data', join(dir.path, `engine${index}`), ...(cluster ? ['--cluster'] : [])];
     const engine: CliProcess = teardown.keep(`${label} engine ${index + 1}`, runCli(args), (process) => process.kill('SIGTERM'));
     await engine.waitFor('data:', 60_000);
+    pids.push(engine.child.pid!);
   }
   const bus = teardown.keep(`${label} client`, await NatsBus.connect({ servers: url.split(','), timeout: 5_000 }), (connection) => connection.close());
   const client = new TurnloomClient(bus, { prefix, timeoutMs: 30_000 });
   const ids: string[] = [];
   for (let i = 0; i < threads; i++) ids.push((await client.call('thread.create', { title: `bench ${i}` })).threadId);
-  return { label, client, threads: ids };
+  return { label, client, threads: ids, pids };
+}
+
+/** User plus system CPU time of processes, in ms, as Linux counts it (`/proc/<pid>/stat`, clock ticks of 10 ms). */
+function cpuMs(pids: readonly number[]): number {
+  let ticks = 0;
+  for (const pid of pids) {
+    // The command name (field 2) may hold spaces: the fields counted from the closing parenthesis.
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    ticks += Number(fields[11]) + Number(fields[12]);
+  }
+  return ticks * 10;
+}
+
+/** JetStream consumers alive on a server's streams (the log's, the KV buckets'), every engine's together. */
+async function consumerCount(url: string): Promise<number> {
+  const nc = await connect({ servers: url.split(','), timeout: 5_000 });
+  try {
+    const jsm = await jetstreamManager(nc, { timeout: 5_000 });
+    let count = 0;
+    for await (const stream of jsm.streams.list()) count += stream.state.consumer_count;
+    return count;
+  } finally {
+    await nc.close();
+  }
 }
 
 /** `turn.start`s per second from concurrent clients, spread over the deployment's threads (no worker: each is one durable command). */
@@ -69,7 +101,8 @@ export const clusterSuite: Suite = {
     const teardown = new Teardown();
     const rounds = smoke ? 1 : 3;
     const seconds = smoke ? 0.3 : 3;
-    const samples = smoke ? 5 : 200;
+    // Enough renames in a smoke run too for the engines' CPU to show in 10-ms ticks.
+    const samples = smoke ? 30 : 200;
     // Nothing runs the turns started: each thread's queue (100 inputs at most) must hold what a round starts on it.
     const threads = smoke ? 32 : 256;
     try {
@@ -82,12 +115,19 @@ export const clusterSuite: Suite = {
       ];
       const rates = deployments.map(() => [] as number[]);
       const latencies = deployments.map(() => [] as number[]);
+      const cpu = deployments.map(() => [] as number[]);
       for (let round = 0; round < rounds; round++) {
         for (const [index, deployment] of deployments.entries()) {
           rates[index]!.push(await startRate(deployment, seconds));
+          const before = cpuMs(deployment.pids);
           latencies[index]!.push(await commitLatency(deployment, samples));
+          cpu[index]!.push((cpuMs(deployment.pids) - before) / samples);
         }
       }
+      // Idle, the cluster should hold a few consumers an engine, and no more as time passes.
+      const consumersBefore = await consumerCount(three.url);
+      await sleep(smoke ? 1_000 : 60_000);
+      const consumersAfter = await consumerCount(three.url);
       const figures: Figure[] = [];
       const emit = (figure: Figure) => {
         figures.push(figure);
@@ -113,6 +153,28 @@ export const clusterSuite: Suite = {
           ),
         );
       }
+      const r1Cpu = median(cpu[1]!);
+      emit(absolute({ key: 'clusterCpuR1', title: 'engine CPU per durable command, 1 engine, JetStream R1', unit: 'ms', value: r1Cpu, target: null, note: `/proc/<pid>/stat over ${samples} renames a round, ${rounds} rounds` }, smoke));
+      emit(
+        compared(
+          {
+            key: 'clusterCpuR3x3',
+            title: 'engine CPU per durable command, 3 engines, JetStream R3 (all three engines)',
+            unit: 'ms',
+            value: median(cpu[2]!),
+            comparison: { label: deployments[1]!.label, value: r1Cpu },
+            target: { on: 'ratio', op: '<=', bound: 1.3 },
+            note: `/proc/<pid>/stat of the three engines over ${samples} renames a round; 1 engine on LMDB: ${median(cpu[0]!).toFixed(2)} ms`,
+          },
+          smoke,
+        ),
+      );
+      emit(
+        absolute(
+          { key: 'clusterConsumersIdle', title: 'JetStream consumers per engine, 3 engines idle', unit: 'consumers', value: consumersAfter / 3, target: { on: 'value', op: '<=', bound: 8 }, note: `${consumersBefore} in all when the load stopped, ${consumersAfter} after ${smoke ? 1 : 60} s idle` },
+          smoke,
+        ),
+      );
       return figures;
     } finally {
       await teardown.run();
