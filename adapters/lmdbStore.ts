@@ -37,7 +37,12 @@ interface Meta {
   layout: number;
   /** In a cluster: which engine this folder belongs to, which stream it copies, and how far. */
   replica: ReplicaMark;
+  /** When the folder last took a write asked only to learn whether it takes writes (`checkWritable`). */
+  probe: number;
 }
+
+/** A key of `threadReceipts`: one receipt of a thread, or the thread alone, under which its count is kept. */
+type ThreadReceiptKey = string | [threadId: string, at: number, commandId: string];
 
 /**
  * The keyspace, one LMDB environment with a database per concern
@@ -47,7 +52,7 @@ interface Meta {
  * |-------------|-------------------------|--------------------------------|
  * | `log`       | seq                     | StoredEvent (the append-only log) |
  * | `threadLog` | [threadId, threadSeq]   | seq (each thread's index)      |
- * | `receipts`  | commandId (a lease's writes: one id per lease) | Receipt (at most the engine's cap) |
+ * | `receipts`  | commandId (a lease's writes: one id per lease) | Receipt (at most the engine's bound per thread, for a day) |
  * | `snapshots` | threadId                | ActorSnapshotRecord            |
  * | `threads`   | threadId                | ThreadHead (read model row; queued turns as small entries, their inputs are in `log`) |
  * | `turns`     | [threadId, turnId]      | TurnView without its large fields (read model row) |
@@ -56,6 +61,7 @@ interface Meta {
  * | `openTurns` | threadId                | turnId (what repair looks at)  |
  * | `openReverts` | threadId              | revertId (a revert under way: repair ends it after a crash) |
  * | `receiptAges` | [at, commandId]       | 1 (receipts oldest first, for expiry) |
+ * | `threadReceipts` | [threadId, at, commandId]; threadId | 1 (each thread's receipts oldest first, for its bound); under the bare threadId, how many it has |
  * | `threadOrder` | seq of `thread.created` | threadId (listing, newest first) |
  * | `ownerThreads` | [owner or '', seq of `thread.created`] | threadId (one owner's listing) |
  * | `headers`   | header digest           | RequestHeader (each distinct one once: thread rows and `request.header` events in `log` hold `{ ref: digest }`) |
@@ -74,20 +80,20 @@ export class LmdbStore implements ReplicaStore {
   private readonly openTurnIndex: Database<string, string>;
   private readonly openRevertIndex: Database<string, string>;
   private readonly receiptAges: Database<1, [number, string]>;
+  private readonly threadReceipts: Database<number, ThreadReceiptKey>;
   private readonly threadOrder: Database<string, number>;
   private readonly ownerThreads: Database<string, [string, number]>;
   private readonly headers: InternedHeaders;
   private readonly meta: Database<Meta[keyof Meta], keyof Meta>;
   private readonly owner: ProcessIdentity;
   private readonly group: GroupCommit;
-  /** How many receipts the folder holds: counted once on open, then kept by every write and expiry. */
-  private receiptCount: number;
-  private maxReceipts = Number.POSITIVE_INFINITY;
+  private maxReceiptsPerThread = Number.POSITIVE_INFINITY;
 
   private constructor(path: string) {
     prepareDataFolder(path);
     // Always a folder: lmdb-js would otherwise take a path with a dot in its name (`state.v2`) for a file.
-    this.env = open({ path, maxDbs: 16, noSubdir: false });
+    // Room for the databases below and a few more to come (each costs a little memory per environment).
+    this.env = open({ path, maxDbs: 32, noSubdir: false });
     this.log = this.env.openDB({ name: 'log' });
     this.threadLog = this.env.openDB({ name: 'threadLog' });
     this.receipts = this.env.openDB({ name: 'receipts' });
@@ -99,13 +105,13 @@ export class LmdbStore implements ReplicaStore {
     this.openTurnIndex = this.env.openDB({ name: 'openTurns' });
     this.openRevertIndex = this.env.openDB({ name: 'openReverts' });
     this.receiptAges = this.env.openDB({ name: 'receiptAges' });
+    this.threadReceipts = this.env.openDB({ name: 'threadReceipts' });
     this.threadOrder = this.env.openDB({ name: 'threadOrder' });
     this.ownerThreads = this.env.openDB({ name: 'ownerThreads' });
     this.headers = new InternedHeaders(this.env.openDB<RequestHeader, string>({ name: 'headers' }));
     this.meta = this.env.openDB({ name: 'meta' });
     this.owner = currentProcess();
     this.group = new GroupCommit(this.env);
-    this.receiptCount = (this.receiptAges.getStats() as { entryCount: number }).entryCount;
     try {
       this.lock(path);
     } catch (error) {
@@ -113,6 +119,7 @@ export class LmdbStore implements ReplicaStore {
       throw error;
     }
     this.indexThreadOrder();
+    this.indexReceiptsByThread();
     this.splitLegacyTurns();
     this.upgradeLayout();
   }
@@ -168,6 +175,26 @@ export class LmdbStore implements ReplicaStore {
         const seq = this.threadLog.get([threadId, 1]);
         if (seq !== undefined) this.indexThread(seq, threadId, summary.owner ?? null);
       }
+    });
+  }
+
+  /**
+   * Folders written before receipts were bounded per thread (under one
+   * global cap) have no thread index, and a thread's receipts could be
+   * neither counted nor trimmed without it. It is built once, in one
+   * transaction, so a crash halfway leaves the folder as it was and the next
+   * open builds it whole; the old cap keeps it small enough for that. A
+   * thread already past its bound is brought within it by its next write.
+   */
+  private indexReceiptsByThread(): void {
+    if ((this.threadReceipts.getStats() as { entryCount: number }).entryCount > 0) return;
+    this.env.transactionSync(() => {
+      const counts = new Map<string, number>();
+      for (const { value: receipt } of this.receipts.getRange({})) {
+        this.threadReceipts.put([receipt.threadId, receipt.at, receipt.commandId], 1);
+        counts.set(receipt.threadId, (counts.get(receipt.threadId) ?? 0) + 1);
+      }
+      for (const [threadId, count] of counts) this.threadReceipts.put(threadId, count);
     });
   }
 
@@ -345,32 +372,55 @@ export class LmdbStore implements ReplicaStore {
 
   /**
    * Writes a receipt in the transaction of what it answers. A receipt under
-   * an id that has one already (a lease's last write, see `Receipt`)
-   * replaces it; past the cap the oldest goes at once, so the cap holds
-   * whatever the load, not only once a sweep comes round.
+   * an id that has one already (a lease's last write, see `Receipt`, whose
+   * id names its thread) replaces it, and the thread's count stays. Past its
+   * thread's bound, that thread's oldest go at once, so the bound holds
+   * whatever the load, and a busy thread never evicts a quiet one's.
    */
   private putReceipt(receipt: Receipt): void {
     const replaced = this.receipts.get(receipt.commandId);
-    if (replaced) this.receiptAges.remove([replaced.at, replaced.commandId]);
-    else this.receiptCount += 1;
+    if (replaced) this.unindexReceipt(replaced.threadId, replaced.at, replaced.commandId);
     this.receipts.put(receipt.commandId, receipt);
     this.receiptAges.put([receipt.at, receipt.commandId], 1);
-    if (this.receiptCount <= this.maxReceipts) return;
-    for (const oldest of [...this.receiptAges.getKeys({ limit: this.receiptCount - this.maxReceipts })]) this.forgetReceipt(oldest);
+    this.threadReceipts.put([receipt.threadId, receipt.at, receipt.commandId], 1);
+    if (replaced) return;
+    const count = this.threadReceiptCount(receipt.threadId) + 1;
+    const excess = count - this.maxReceiptsPerThread;
+    this.threadReceipts.put(receipt.threadId, excess > 0 ? count - this.forgetOldest(receipt.threadId, excess) : count);
   }
 
-  private forgetReceipt(key: [number, string]): void {
-    this.receiptAges.remove(key);
-    this.receipts.remove(key[1]);
-    this.receiptCount -= 1;
+  /**
+   * How many receipts the thread has. The count is kept in the thread index,
+   * under the bare thread id (which sorts just before the thread's entries),
+   * so bounding a thread costs no scan, and its count no database of its own.
+   */
+  private threadReceiptCount(threadId: string): number {
+    return this.threadReceipts.get(threadId) ?? 0;
   }
 
-  capReceipts(maxCount: number): void {
-    this.maxReceipts = maxCount;
+  /** Forgets up to `count` of the thread's oldest receipts and answers how many went; its count is the caller's to keep. */
+  private forgetOldest(threadId: string, count: number): number {
+    const oldest = [...this.threadReceipts.getKeys({ start: [threadId, -Infinity], end: [threadId, Infinity], limit: count })] as Array<[string, number, string]>;
+    for (const [, at, commandId] of oldest) this.forgetReceipt(threadId, at, commandId);
+    return oldest.length;
+  }
+
+  private forgetReceipt(threadId: string, at: number, commandId: string): void {
+    this.unindexReceipt(threadId, at, commandId);
+    this.receipts.remove(commandId);
+  }
+
+  private unindexReceipt(threadId: string, at: number, commandId: string): void {
+    this.receiptAges.remove([at, commandId]);
+    this.threadReceipts.remove([threadId, at, commandId]);
+  }
+
+  capReceipts(maxPerThread: number): void {
+    this.maxReceiptsPerThread = maxPerThread;
   }
 
   receiptTotal(): number {
-    return this.receiptCount;
+    return (this.receipts.getStats() as { entryCount: number }).entryCount;
   }
 
   async commitRejection(receipt: Extract<Receipt, { outcome: 'rejected' }>): Promise<void> {
@@ -379,25 +429,37 @@ export class LmdbStore implements ReplicaStore {
     });
   }
 
-  async expireReceipts(olderThan: number, keepAtMost: number, batchSize: number): Promise<number> {
-    return this.env.transaction(() => {
-      let excess = (this.receiptAges.getStats() as { entryCount: number }).entryCount - keepAtMost;
-      const doomed: Array<[number, string]> = [];
-      for (const key of this.receiptAges.getKeys({ limit: batchSize })) {
-        if (key[0] >= olderThan && excess <= 0) break;
-        doomed.push(key);
-        excess -= 1;
+  async expireReceipts(olderThan: number, batchSize: number): Promise<number> {
+    // Through the group's synchronous transaction: lmdb-js's async one, failing on a full disk, also leaves a rejection nobody can handle.
+    return this.group.run(() => {
+      const doomed = [...this.receiptAges.getKeys({ end: [olderThan], limit: batchSize })];
+      const forgotten = new Map<string, number>();
+      for (const [at, commandId] of doomed) {
+        const { threadId } = this.receipts.get(commandId)!;
+        this.forgetReceipt(threadId, at, commandId);
+        forgotten.set(threadId, (forgotten.get(threadId) ?? 0) + 1);
       }
-      for (const key of doomed) this.forgetReceipt(key);
+      for (const [threadId, count] of forgotten) {
+        const left = this.threadReceiptCount(threadId) - count;
+        // A thread whose receipts all expired keeps no count: threads live forever, their receipts do not.
+        if (left > 0) this.threadReceipts.put(threadId, left);
+        else this.threadReceipts.remove(threadId);
+      }
       return doomed.length;
     });
   }
 
   async close(): Promise<void> {
-    await this.env.transaction(() => {
-      const holder = this.meta.get('owner') as Meta['owner'] | undefined;
-      if (holder && holder.pid === this.owner.pid && holder.since === this.owner.since) this.meta.remove('owner');
-    });
+    // The folder's lock is let go if the disk takes the write; if not (it is full), the next opener finds this process gone and takes it all the same.
+    // Synchronous: lmdb-js's async transaction, failing there, also leaves a rejection nobody can handle, which would end the process.
+    try {
+      this.env.transactionSync(() => {
+        const holder = this.meta.get('owner') as Meta['owner'] | undefined;
+        if (holder && holder.pid === this.owner.pid && holder.since === this.owner.since) this.meta.remove('owner');
+      });
+    } catch {
+      // Left to the next opener, as above.
+    }
     await this.env.close();
   }
 }

@@ -12,7 +12,7 @@ const decode = <T>(row: Record<string, unknown> | undefined): T | undefined => (
 export class SqliteStore implements ThreadStore {
   private readonly db: Database;
   private readonly write: (batch: CommitBatch) => StoredEvent[];
-  private maxReceipts = Number.POSITIVE_INFINITY;
+  private maxReceiptsPerThread = Number.POSITIVE_INFINITY;
 
   constructor(path: string) {
     this.db = new Database(path);
@@ -21,8 +21,9 @@ export class SqliteStore implements ThreadStore {
     this.db.exec(`
       create table if not exists log (seq integer primary key, thread_id text, thread_seq integer, data blob);
       create unique index if not exists log_thread on log (thread_id, thread_seq);
-      create table if not exists receipts (command_id text primary key, at integer, data blob);
+      create table if not exists receipts (command_id text primary key, thread_id text, at integer, data blob);
       create index if not exists receipts_at on receipts (at);
+      create index if not exists receipts_thread on receipts (thread_id, at);
       create table if not exists snapshots (thread_id text primary key, data blob);
       create table if not exists threads (thread_id text primary key, data blob);
       create table if not exists turns (thread_id text, turn_id text, data blob, primary key (thread_id, turn_id));
@@ -42,8 +43,8 @@ export class SqliteStore implements ThreadStore {
     const putOpenRevert = this.db.prepare('insert or replace into open_reverts (thread_id, revert_id) values (?, ?)');
     const dropOpenRevert = this.db.prepare('delete from open_reverts where thread_id = ?');
     const putSnapshot = this.db.prepare('insert or replace into snapshots (thread_id, data) values (?, ?)');
-    const putReceipt = this.db.prepare('insert or replace into receipts (command_id, at, data) values (?, ?, ?)');
-    const trimReceipts = this.db.prepare('delete from receipts where rowid in (select rowid from receipts order by at limit max(0, (select count(*) from receipts) - ?))');
+    const putReceipt = this.db.prepare('insert or replace into receipts (command_id, thread_id, at, data) values (?, ?, ?, ?)');
+    const trimReceipts = this.db.prepare('delete from receipts where rowid in (select rowid from receipts where thread_id = ? order by at limit max(0, (select count(*) from receipts where thread_id = ?) - ?))');
     this.write = this.db.transaction((batch: CommitBatch) => {
       const current = decode<ThreadHead>(head.get(batch.threadId))?.seq ?? 0;
       if (current !== batch.expectedThreadSeq) throw new TurnloomError('conflict', `thread ${batch.threadId} moved on`);
@@ -63,8 +64,8 @@ export class SqliteStore implements ThreadStore {
       if (batch.head.revert) putOpenRevert.run(batch.threadId, batch.head.revert.revertId);
       else dropOpenRevert.run(batch.threadId);
       if (batch.snapshot) putSnapshot.run(batch.threadId, pack(batch.snapshot));
-      putReceipt.run(batch.receipt.commandId, batch.receipt.at, pack(batch.receipt));
-      if (Number.isFinite(this.maxReceipts)) trimReceipts.run(this.maxReceipts);
+      putReceipt.run(batch.receipt.commandId, batch.threadId, batch.receipt.at, pack(batch.receipt));
+      if (Number.isFinite(this.maxReceiptsPerThread)) trimReceipts.run(batch.threadId, batch.threadId, this.maxReceiptsPerThread);
       return events;
     });
   }
@@ -134,19 +135,15 @@ export class SqliteStore implements ThreadStore {
   }
 
   async commitRejection(receipt: Extract<Receipt, { outcome: 'rejected' }>): Promise<void> {
-    this.db.prepare('insert or ignore into receipts (command_id, at, data) values (?, ?, ?)').run(receipt.commandId, receipt.at, pack(receipt));
+    this.db.prepare('insert or ignore into receipts (command_id, thread_id, at, data) values (?, ?, ?, ?)').run(receipt.commandId, receipt.threadId, receipt.at, pack(receipt));
   }
 
-  async expireReceipts(olderThan: number, keepAtMost: number, batchSize: number): Promise<number> {
-    const count = Number(this.db.prepare('select count(*) as n from receipts').get()?.n ?? 0);
-    const excess = Math.max(0, count - keepAtMost);
-    return this.db
-      .prepare('delete from receipts where command_id in (select command_id from receipts where at < ? or rowid in (select rowid from receipts order by at limit ?) order by at limit ?)')
-      .run(olderThan, excess, batchSize).changes;
+  async expireReceipts(olderThan: number, batchSize: number): Promise<number> {
+    return this.db.prepare('delete from receipts where command_id in (select command_id from receipts where at < ? order by at limit ?)').run(olderThan, batchSize).changes;
   }
 
-  capReceipts(maxCount: number): void {
-    this.maxReceipts = maxCount;
+  capReceipts(maxPerThread: number): void {
+    this.maxReceiptsPerThread = maxPerThread;
   }
 
   receiptTotal(): number {

@@ -36,7 +36,7 @@ export type Receipt =
       commandId: string;
       fingerprint: string;
       threadId: string;
-      /** When it was written, epoch milliseconds: receipts expire by age and count. */
+      /** When it was written, epoch milliseconds: receipts expire by age, and a thread keeps only its newest. */
       at: number;
       outcome: 'accepted';
       fromThreadSeq: number;
@@ -128,13 +128,15 @@ export interface ThreadStore {
   commit(batch: CommitBatch): Promise<StoredEvent[]>;
   /** Writes only a rejected receipt (nothing else changes). */
   commitRejection(receipt: Extract<Receipt, { outcome: 'rejected' }>): Promise<void>;
+  /** Forgets receipts written before `olderThan`, oldest first, at most `batchSize` of them per call; resolves with how many. */
+  expireReceipts(olderThan: number, batchSize: number): Promise<number>;
   /**
-   * Forgets receipts written before `olderThan`, and the oldest past
-   * `keepAtMost`, at most `batchSize` of them per call; resolves with how many.
+   * From now on each thread keeps at most `maxPerThread` receipts: a write
+   * past it forgets that thread's oldest in its own transaction, and no
+   * other thread's. A thread already past it (a lower bound than before) is
+   * brought within it by its next write.
    */
-  expireReceipts(olderThan: number, keepAtMost: number, batchSize: number): Promise<number>;
-  /** From now on at most `maxCount` receipts are kept: a write past it forgets the oldest in its own transaction. */
-  capReceipts(maxCount: number): void;
+  capReceipts(maxPerThread: number): void;
   /** How many receipts are kept. */
   receiptTotal(): number;
   close(): Promise<void>;

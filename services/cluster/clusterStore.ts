@@ -136,12 +136,12 @@ export class ClusterStore implements ThreadStore {
     return this.local.openReverts();
   }
 
-  expireReceipts(olderThan: number, keepAtMost: number, batchSize: number): Promise<number> {
-    return this.local.expireReceipts(olderThan, keepAtMost, batchSize);
+  expireReceipts(olderThan: number, batchSize: number): Promise<number> {
+    return this.local.expireReceipts(olderThan, batchSize);
   }
 
-  capReceipts(maxCount: number): void {
-    this.local.capReceipts(maxCount);
+  capReceipts(maxPerThread: number): void {
+    this.local.capReceipts(maxPerThread);
   }
 
   receiptTotal(): number {

@@ -20,11 +20,13 @@ export interface EngineOptions {
   snapshotEvery?: number;
   /**
    * Receipts (what makes a retried command id safe) are forgotten after
-   * `ttlMs` (default 24 h), and never more than `maxCount` (default
-   * 100,000) are kept: a receipt written past it forgets the oldest in the
-   * same transaction. A retry after that is a new command.
+   * `ttlMs` (default 24 h), and a thread keeps at most `maxPerThread`
+   * (default 1,000) of them: a receipt written past it forgets that thread's
+   * oldest in the same transaction. The bound is per thread, not per engine,
+   * so a busy thread cannot cut short a quiet thread's day. A retry after
+   * either is a new command.
    */
-  receipts?: { ttlMs?: number; maxCount?: number };
+  receipts?: { ttlMs?: number; maxPerThread?: number };
   /**
    * The largest one event may be, as JSON (default 508 KiB: half of NATS's
    * default 1 MiB payload, less room for the envelope). A client command
@@ -78,6 +80,9 @@ interface LoadedThread {
  */
 const storedRejections = new Set(['illegal_transition', 'conflict']);
 
+/** Receipts one expiry transaction forgets at most: a short transaction holds commits up only briefly. */
+const EXPIRY_BATCH = 1_000;
+
 /** What makes two commands under one id the same command: everything but the id, and the trace a retry comes in (a new one each time). */
 function fingerprintOf(command: Command): string {
   const { commandId: _ignored, ...rest } = command;
@@ -130,7 +135,6 @@ export class Engine {
   private readonly maxLoaded: number;
   private readonly snapshotEvery: number;
   private readonly receiptTtlMs: number;
-  private readonly maxReceipts: number;
   private readonly maxEventBytes: number;
   private readonly queueLimits: QueueLimits;
   private readonly log: Logger;
@@ -153,10 +157,9 @@ export class Engine {
     this.maxLoaded = options.maxLoadedThreads ?? 1_000;
     this.snapshotEvery = options.snapshotEvery ?? 100;
     this.receiptTtlMs = options.receipts?.ttlMs ?? 24 * 60 * 60 * 1_000;
-    this.maxReceipts = options.receipts?.maxCount ?? 100_000;
     this.maxEventBytes = options.maxEventBytes ?? 508 * 1024;
     this.queueLimits = { maxTurns: options.queue?.maxTurns ?? defaultQueueLimits.maxTurns, maxBytes: options.queue?.maxBytes ?? defaultQueueLimits.maxBytes };
-    this.store.capReceipts(this.maxReceipts);
+    this.store.capReceipts(options.receipts?.maxPerThread ?? 1_000);
   }
 
   /** Opens the engine on its store. Turns a dead process left open are settled by `CrashRepair`, once someone listens. */
@@ -170,12 +173,23 @@ export class Engine {
     return engine;
   }
 
-  /** Forgets receipts past their age or count, a batch at a time; resolves with how many went. */
+  /**
+   * Forgets receipts past their age, a batch at a time, until none is left;
+   * resolves with how many went. Nothing caps the total but age, so a sweep
+   * catches up with however many commands came in since the last one.
+   */
   async expireReceipts(): Promise<number> {
     if (this.expiring || this.closed) return 0;
     this.expiring = true;
     try {
-      return await this.store.expireReceipts(this.now() - this.receiptTtlMs, this.maxReceipts, 10_000);
+      const olderThan = this.now() - this.receiptTtlMs;
+      let expired = 0;
+      let batch: number;
+      do {
+        batch = await this.store.expireReceipts(olderThan, EXPIRY_BATCH);
+        expired += batch;
+      } while (batch === EXPIRY_BATCH && !this.closed);
+      return expired;
     } catch (error) {
       this.log.error(errorFields(error), 'could not expire receipts');
       return 0;

@@ -176,26 +176,13 @@ describe.skipIf(skipReason !== null)('lmdb-js 3.5 (adapters/lmdbStore.ts) on a f
     );
   });
 
-  it('close() on a full disk rejects and leaves the store open; lmdb-js also leaves an unhandled rejection, fatal to a plain node process', async () => {
-    // In a process of its own: the stray rejection would fail this vitest run.
-    const plain = await runChild('async-close');
-    expect(plain.signal).toBeNull();
-    expect(plain.code).toBe(1);
-    expect(plain.findings[0]).toEqual({
-      close: 'rejected',
-      message: 'Commit failed (see commitError for details)',
-      commitError: { code: 28, message: expect.stringMatching(/^No space left on device: Attempting to write page at position \d+/) },
-    });
-    expect(plain.findings).toHaveLength(1);
-    expect(plain.stderr).toContain('Error: Commit failed (see commitError for details)');
-
-    const caught = await runChild('async-close-caught');
-    expect(caught.signal).toBeNull();
-    expect(caught.code).toBe(0);
-    expect(caught.findings.slice(1)).toEqual([
-      { readAfterFailedClose: 0 },
-      { closeAfterFree: 'ok' },
-      { unhandled: ['Commit failed (see commitError for details)'] },
-    ]);
+  it("close() on a full disk closes the store and leaves no rejection behind (lmdb-js's async transaction would, fatal to a plain node process)", async () => {
+    // In a process of its own, without a handler: a stray rejection would end it with code 1.
+    const child = await runChild('close-on-full-disk');
+    expect(child.signal).toBeNull();
+    expect(child.code).toBe(0);
+    expect(child.findings).toEqual([{ close: 'ok' }, { survived: true }]);
+    // The store's first write there fails and says so; nothing else does.
+    expect(child.stderr).not.toContain('Commit failed');
   });
 });
