@@ -65,7 +65,7 @@ type ThreadReceiptKey = string | [threadId: string, at: number, commandId: strin
  * | `threadOrder` | seq of `thread.created` | threadId (listing, newest first) |
  * | `ownerThreads` | [owner or '', seq of `thread.created`] | threadId (one owner's listing) |
  * | `headers`   | header digest           | RequestHeader (each distinct one once: thread rows and `request.header` events in `log` hold `{ ref: digest }`) |
- * | `meta`      | `owner`, `layout`, `replica` | ProcessIdentity (the folder lock); the layout version; in a cluster, the ReplicaMark |
+ * | `meta`      | `owner`, `layout`, `replica`, `probe` | ProcessIdentity (the folder lock); the layout version; in a cluster, the ReplicaMark (how far each shard is copied); the last write tried to learn whether the folder takes writes |
  */
 export class LmdbStore implements ReplicaStore {
   private readonly env: RootDatabase;
@@ -321,14 +321,33 @@ export class LmdbStore implements ReplicaStore {
   }
 
   readReplica(): ReplicaMark | undefined {
-    return this.meta.get('replica') as Meta['replica'] | undefined;
+    const mark = this.meta.get('replica') as Meta['replica'] | undefined;
+    // A mark of a copy made before shards has one position for the whole log, which no shard can use.
+    return mark && { ...mark, positions: mark.positions ?? {} };
   }
 
   async writeReplica(mark: ReplicaMark): Promise<void> {
     await this.group.run(() => {
       const current = this.readReplica();
-      if (!current || current.engineId !== mark.engineId || current.source !== mark.source || mark.position > current.position) this.meta.put('replica', mark);
+      const same = current?.engineId === mark.engineId && current.source === mark.source;
+      const positions: Record<number, number> = { ...(same ? current.positions : {}) };
+      let moved = !same;
+      for (const [shard, position] of Object.entries(mark.positions)) {
+        if (position > (positions[Number(shard)] ?? 0)) {
+          positions[Number(shard)] = position;
+          moved = true;
+        }
+      }
+      if (moved) this.meta.put('replica', { ...mark, positions });
     });
+  }
+
+  async checkWritable(): Promise<void> {
+    await this.group.run(() => this.meta.put('probe', Date.now()));
+  }
+
+  firstEventSeq(threadId: string): number {
+    return this.threadLog.get([threadId, 1]) ?? 0;
   }
 
   openReverts(): Array<{ threadId: string; revertId: string }> {

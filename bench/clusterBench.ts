@@ -1,16 +1,18 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { jetstreamManager } from '@nats-io/jetstream';
+import { Kvm } from '@nats-io/kv';
 import { connect } from '@nats-io/transport-node';
 import { NatsBus } from '../bus/natsBus.ts';
 import { TurnloomClient } from '../client/index.ts';
+import { shardOf } from '../domain/index.ts';
 import { type CliProcess, runCli } from '../test/support/cliProcess.ts';
 import { startNatsCluster } from '../test/support/natsCluster.ts';
 import { startNatsServer } from '../test/support/natsServer.ts';
 import { tempDir } from '../test/support/tempDir.ts';
 import { Teardown, timedRate } from './busBench.ts';
 import { type Figure, type Suite, absolute, compared, median, percentile } from './figure.ts';
-import { setTimeout as sleep } from 'node:timers/promises';
 
 /** One deployment under test: its engines run as `turnloom serve` processes; the bench is their client. */
 interface Deployment {
@@ -84,6 +86,66 @@ async function commitLatency(deployment: Deployment, count: number): Promise<num
   return percentile(samples, 50);
 }
 
+/** How many threads the takeover's victim holds when it dies: the issue's figure (a smoke run makes a few hundred). */
+const TAKEOVER_THREADS = 10_000;
+
+/**
+ * How long the cluster takes to serve again every shard of an engine killed
+ * (kill -9) while it holds `count` threads: one engine alone makes them (so
+ * it holds every shard), two more join, and it dies before they were handed
+ * any. From the kill, a client that never spoke to it asks for one thread
+ * of each shard until every one is answered: the first request for a shard
+ * finds nobody on the dead engine's subjects and the engine it reached takes
+ * the shard, reading its log (the new owners never copied it). Also when the
+ * ownership directory, by the sweep alone, named a live engine for every
+ * shard (a membership TTL after the kill, at the earliest).
+ */
+async function takeover(teardown: Teardown, url: string, count: number): Promise<{ servedMs: number; directoryMs: number; shards: number; threads: number }> {
+  const prefix = 'benchtk';
+  const dir = teardown.keep('takeover folders', tempDir('turnloom-bench-takeover-'), (folder) => folder.remove());
+  const start = async (name: string) => {
+    const engine = teardown.keep(`takeover ${name}`, runCli(['serve', '--nats', url, '--no-worker', '--cluster', '--prefix', prefix, '--data', join(dir.path, name)]), (process) => process.kill('SIGKILL'));
+    await engine.waitFor('data:', 60_000);
+    return engine;
+  };
+  const victim = await start('victim');
+  const bus = teardown.keep('takeover client', await NatsBus.connect({ servers: url.split(','), timeout: 5_000 }), (connection) => connection.close());
+  const maker = new TurnloomClient(bus, { prefix, timeoutMs: 30_000 });
+  const made: string[] = [];
+  await Promise.all(
+    Array.from({ length: 64 }, async () => {
+      while (made.length < count) {
+        const index = made.push('') - 1;
+        made[index] = (await maker.call('thread.create', { title: 'idle' })).threadId;
+      }
+    }),
+  );
+  await start('second');
+  await start('third');
+  const shards = Number(/(\d+) shards/.exec(victim.output())![1]);
+  const oneOfEach = new Map<number, string>();
+  for (const threadId of made) if (!oneOfEach.has(shardOf(threadId, shards))) oneOfEach.set(shardOf(threadId, shards), threadId);
+  const owners = await new Kvm(bus.connection).open(`TURNLOOM_${prefix}_OWNERS`);
+  const victimId = /cluster: engine (e\w+) of/.exec(victim.output())![1]!;
+  const killedAt = performance.now();
+  await victim.kill('SIGKILL');
+  let directoryMs = Number.NaN;
+  const directory = (async () => {
+    for (;;) {
+      let left = 0;
+      for (let shard = 0; shard < shards; shard++) if ((await owners.get(`s${shard}`))?.string() === victimId) left += 1;
+      if (left === 0) return (directoryMs = performance.now() - killedAt);
+      await sleep(50);
+    }
+  })();
+  // A client that never spoke to the dead engine: its requests go through the shared subjects.
+  const asker = new TurnloomClient(bus, { prefix, timeoutMs: 30_000 });
+  await Promise.all([...oneOfEach.values()].map((threadId) => asker.call('thread.get', { threadId })));
+  const servedMs = performance.now() - killedAt;
+  await directory;
+  return { servedMs, directoryMs, shards: oneOfEach.size, threads: made.length };
+}
+
 /**
  * The cluster's cost and what it buys, measured side by side in one run: one
  * engine keeping its log in LMDB (the single-engine default), one engine
@@ -128,6 +190,7 @@ export const clusterSuite: Suite = {
       const consumersBefore = await consumerCount(three.url);
       await sleep(smoke ? 1_000 : 60_000);
       const consumersAfter = await consumerCount(three.url);
+      const taken = await takeover(teardown, three.url, smoke ? 300 : TAKEOVER_THREADS);
       const figures: Figure[] = [];
       const emit = (figure: Figure) => {
         figures.push(figure);
@@ -172,6 +235,19 @@ export const clusterSuite: Suite = {
       emit(
         absolute(
           { key: 'clusterConsumersIdle', title: 'JetStream consumers per engine, 3 engines idle', unit: 'consumers', value: consumersAfter / 3, target: { on: 'value', op: '<=', bound: 8 }, note: `${consumersBefore} in all when the load stopped, ${consumersAfter} after ${smoke ? 1 : 60} s idle` },
+          smoke,
+        ),
+      );
+      emit(
+        absolute(
+          {
+            key: 'clusterTakeover',
+            title: `takeover of an engine killed holding ${taken.threads.toLocaleString('en')} threads, until each of its shards answers`,
+            unit: 'ms',
+            value: taken.servedMs,
+            target: { on: 'value', op: '<=', bound: 5_000 },
+            note: `3 engines on R3, ${taken.shards} shards, the new owners never copied them; the directory named live owners for all ${(taken.directoryMs / 1_000).toFixed(1)} s after the kill`,
+          },
           smoke,
         ),
       );

@@ -13,9 +13,18 @@ export function assertId(kind: string, id: string): void {
  */
 export interface Subjects {
   readonly prefix: string;
-  /** Headless API request/reply: `<p>.v1.api.<method>`. */
+  /** Headless API request/reply: `<p>.v1.api.<method>` (a method is one token, `health`, or two, `thread.get`). */
   api(method: string): string;
-  readonly apiAll: string;
+  /** Every method's subject, which the engines serve in a queue group: `<p>.v1.api.*` and `<p>.v1.api.*.*`. */
+  readonly apiAll: readonly string[];
+  /**
+   * Engines of a cluster only: the API addressed to one engine, the one a
+   * caller last saw answer for a thread (its owner): `<p>.v1.api.<engineId>.<method>`.
+   * Three tokens or more after `api`, so the queue group's subscription never takes it.
+   */
+  apiAt(engineId: string, method: string): string;
+  /** Every API subject addressed to one engine: `<p>.v1.api.<engineId>.>`. */
+  apiAtAll(engineId: string): string;
   /** Committed thread events, each carrying its per-thread sequence: `<p>.v1.evt.<threadId>`. */
   events(threadId: string): string;
   readonly eventsAll: string;
@@ -43,9 +52,21 @@ export interface Subjects {
    * message whose body names another.
    */
   worker(environment: string, method: string): string;
-  readonly workerAll: string;
+  /** Every worker method's subject, which the engines serve in a queue group (methods are one token, or `thread.<verb>`). */
+  readonly workerAll: readonly string[];
+  /**
+   * Engines of a cluster only: the worker protocol addressed to one engine,
+   * the owner of the worker's thread as it last answered:
+   * `<p>.v1.worker.<environment>.<engineId>.<method>` (inside the environment's
+   * subjects, so a worker user's permissions cover it).
+   */
+  workerAt(environment: string, engineId: string, method: string): string;
+  /** Every worker subject addressed to one engine: `<p>.v1.worker.*.<engineId>.>`. */
+  workerAtAll(engineId: string): string;
   /** The environment and the method of a subject under `workerAll`, or `undefined` when it is not one. */
   workerMethodOf(subject: string): { environment: string; method: string } | undefined;
+  /** The shared subject a request addressed to one engine stands for (`apiAt`, `workerAt`), or `undefined` when it is not one of those. */
+  sharedOf(subject: string, engineId: string): string | undefined;
   /** Turns waiting for a worker of an environment, offered to all of them: `<p>.v1.work.offer.<environment>`. */
   offers(environment: string): string;
   /** Work on an environment's workspace a worker does for the API (restoring a checkpoint), to one of them: `<p>.v1.work.task.<environment>`. */
@@ -64,8 +85,13 @@ export interface Subjects {
   engineCast(kind: 'hello' | 'unwatch'): string;
   /** The part of a subject after `<p>.v1.` (`api.thread.get`), or `undefined` when it is not under the prefix. */
   tailOf(subject: string): string | undefined;
-  /** Engines of a cluster only: a thread's replicated log, one JetStream subject per thread: `<p>.v1.log.<threadId>`. */
-  log(threadId: string): string;
+  /**
+   * Engines of a cluster only: a thread's replicated log, one JetStream
+   * subject per thread, under its shard's: `<p>.v1.log.<shard>.<threadId>`.
+   */
+  log(shard: number, threadId: string): string;
+  /** Every thread's log of one shard, read with one filter: `<p>.v1.log.<shard>.>`. */
+  logShard(shard: number): string;
   readonly logAll: string;
 }
 
@@ -79,14 +105,18 @@ export function subjects(prefix = 'turnloom'): Subjects {
   return {
     prefix,
     api: (method) => `${base}.api.${method}`,
-    apiAll: `${base}.api.>`,
+    apiAll: [`${base}.api.*`, `${base}.api.*.*`],
+    apiAt: (engineId, method) => `${base}.api.${withId('engineId', engineId)}.${method}`,
+    apiAtAll: (engineId) => `${base}.api.${withId('engineId', engineId)}.>`,
     events: (threadId) => `${base}.evt.${withId('threadId', threadId)}`,
     eventsAll: `${base}.evt.*`,
     live: (environment, threadId, keyHash) => `${base}.live.${withId('environment', environment)}.${withId('threadId', threadId)}.${withId('keyHash', keyHash).slice(0, 32)}`,
     liveOf: (threadId) => `${base}.live.*.${withId('threadId', threadId)}.*`,
     inspect: (threadId) => `${base}.inspect.${withId('threadId', threadId)}`,
     worker: (environment, method) => `${base}.worker.${withId('environment', environment)}.${method}`,
-    workerAll: `${base}.worker.>`,
+    workerAll: [`${base}.worker.*.*`, `${base}.worker.*.thread.*`],
+    workerAt: (environment, engineId, method) => `${base}.worker.${withId('environment', environment)}.${withId('engineId', engineId)}.${method}`,
+    workerAtAll: (engineId) => `${base}.worker.*.${withId('engineId', engineId)}.>`,
     workerMethodOf: (subject) => {
       const rest = subject.startsWith(`${base}.worker.`) ? subject.slice(`${base}.worker.`.length) : '';
       const dot = rest.indexOf('.');
@@ -95,12 +125,19 @@ export function subjects(prefix = 'turnloom'): Subjects {
     },
     offers: (environment) => `${base}.work.offer.${withId('environment', environment)}`,
     workspaceTasks: (environment) => `${base}.work.task.${withId('environment', environment)}`,
+    sharedOf: (subject, engineId) => {
+      const api = `${base}.api.${engineId}.`;
+      if (subject.startsWith(api) && subject.indexOf('.', api.length) > 0) return `${base}.api.${subject.slice(api.length)}`;
+      const worker = subject.startsWith(`${base}.worker.`) ? subject.slice(`${base}.worker.`.length).split('.') : [];
+      return worker.length >= 3 && worker[1] === engineId ? [`${base}.worker`, worker[0], ...worker.slice(2)].join('.') : undefined;
+    },
     engineClaim: `${base}.engine.claim`,
     engineRelay: (engineId, tail) => `${base}.engine.${withId('engineId', engineId)}.relay.${tail}`,
     engineRelayAll: (engineId) => `${base}.engine.${withId('engineId', engineId)}.relay.>`,
     engineCast: (kind) => `${base}.engine.cast.${kind}`,
     tailOf: (subject) => (subject.startsWith(`${base}.`) ? subject.slice(base.length + 1) : undefined),
-    log: (threadId) => `${base}.log.${withId('threadId', threadId)}`,
+    log: (shard, threadId) => `${base}.log.${shard}.${withId('threadId', threadId)}`,
+    logShard: (shard) => `${base}.log.${shard}.>`,
     logAll: `${base}.log.>`,
   };
 }

@@ -73,9 +73,11 @@ export const serveUsage = `turnloom serve [options]
   --no-worker         run the engine alone: turns wait for workers started with \`turnloom worker\`
                       (and reads only the user configuration file, not the workspace's turnloom.json)
   --cluster           one engine of a cluster (needs --nats URL[,URL…]): threads' logs live in the NATS server's
-                      JetStream, each thread is owned by one engine at a time and taken over when its engine dies,
-                      and this folder is the engine's copy (see docs/cluster.md)
+                      JetStream, spread over shards each owned by one engine at a time and taken over when its
+                      engine dies, and this folder is the engine's copy of its shards (see docs/cluster.md)
   --replicas N        copies JetStream keeps of the cluster's log (default: 3 on a clustered NATS server, else 1)
+  --shards N          how many shards a new cluster's log has (default 64; fixed once the log is made: several
+                      times the most engines the cluster will run)
 ${logUsage}
   --inspect PORT      also serve the live state-chart inspector on http://127.0.0.1:PORT (0 picks a free port);
                       with --auth, its page calls the API with the token in TURNLOOM_TOKEN`;

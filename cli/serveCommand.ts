@@ -79,6 +79,7 @@ export async function serveCommand(args: string[]): Promise<number> {
       cluster: { type: 'boolean', default: false },
       ...logArgOptions,
       replicas: { type: 'string' },
+      shards: { type: 'string' },
       workspace: { type: 'string' },
       'lease-timeout': { type: 'string' },
       'max-running-turns': { type: 'string' },
@@ -104,6 +105,8 @@ export async function serveCommand(args: string[]): Promise<number> {
   const replicas = integerOption('serve', 'replicas', values.replicas, { min: 1, max: 5 });
   if (values.cluster && values.nats === undefined) throw new UsageError('serve: --cluster needs --nats URL[,URL…]: a cluster\'s engines share a NATS server (its JetStream holds the log)');
   if (replicas !== undefined && !values.cluster) throw new UsageError('serve: --replicas is for --cluster');
+  const shards = integerOption('serve', 'shards', values.shards, { min: 1, max: 65_536 });
+  if (shards !== undefined && !values.cluster) throw new UsageError('serve: --shards is for --cluster');
   const token = process.env.TURNLOOM_TOKEN || undefined;
   if (token) registerSecret(token);
   const prefix = checkPrefix('serve', values.prefix!);
@@ -174,6 +177,8 @@ export async function serveCommand(args: string[]): Promise<number> {
         subjects: subjects(prefix),
         local: store,
         replicas: replicas ?? (info?.cluster ? Math.min(3, info.connect_urls?.length ?? 1) : 1),
+        ...(shards !== undefined ? { shards } : {}),
+        replyBudgetBytes: Math.floor(limit / 2),
         about: { host: hostname(), pid: process.pid, startedAt: Date.now(), data: dataDir },
         log,
       });
@@ -217,7 +222,7 @@ export async function serveCommand(args: string[]): Promise<number> {
     if (files.length > 0) console.log(`  config: ${files.join(', ')}`);
     if (cluster) {
       const health = cluster.health();
-      console.log(`  cluster: engine ${health.engineId} of ${health.engines.length} (${health.engines.join(', ')}); log ${health.log.stream}, ${health.log.replicas} ${health.log.replicas === 1 ? 'copy' : 'copies'}`);
+      console.log(`  cluster: engine ${health.engineId} of ${health.engines.length} (${health.engines.join(', ')}); log ${health.log.stream}, ${health.log.shards} shards, ${health.log.replicas} ${health.log.replicas === 1 ? 'copy' : 'copies'}`);
     }
     console.log(`  ${values['no-worker'] ? 'no local worker (--no-worker): turns wait for `turnloom worker` processes' : `local worker ${server.worker!.workerId}; ${setup.summary}; ${workspace!.summary}`}`);
     if (workspace && setup.defaultProvider.name === 'scripted') {

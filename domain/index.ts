@@ -23,6 +23,7 @@ export type { CommandLine } from './commandLine.ts';
 export { splitCommandLine } from './commandLine.ts';
 export { permissionModes, defaultPermissions, decidePermission, stricterMode, widening, wildcardMatches } from './permissions.ts';
 export { childId } from './derivedIds.ts';
+export { MAX_SHARDS, colocatedThreadId, shardKeyOf, shardOf } from './threadShard.ts';
 export { cutToFit, jsonBytes } from './cutToFit.ts';
 export type { ActorTransition, RefusedEvent, Inspection } from './inspection.ts';
 export type { CheckpointSide, FileChange, FileChanges, CheckpointDiff, CapturedTree, TurnCheckpoint, WorkspaceCheckpoints } from './checkpoints.ts';

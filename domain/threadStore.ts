@@ -95,8 +95,11 @@ export interface ReplicaMark {
   engineId: string;
   /** Which log it copies (a stream's name and when it was made): a copy of another one is refused. */
   source: string;
-  /** Everything of the log up to this position is in the folder. */
-  position: number;
+  /**
+   * How far the folder copies each shard: every message of shard `s` up to
+   * stream sequence `positions[s]` is in it (a shard never copied is absent).
+   */
+  positions: Readonly<Record<number, number>>;
 }
 
 export interface ThreadStore {
@@ -147,6 +150,10 @@ export interface ReplicaStore extends ThreadStore {
   /** The global sequence of the thread's last event here; 0 when it has none. */
   lastEventSeq(threadId: string): number;
   readReplica(): ReplicaMark | undefined;
-  /** Records the mark; a position lower than the one recorded is ignored. */
+  /** Records the mark; a shard's position lower than the one recorded is ignored. */
   writeReplica(mark: ReplicaMark): Promise<void>;
+  /** Writes a little, to learn whether the folder takes writes again (after a full disk, say); throws when it does not. */
+  checkWritable(): Promise<void>;
+  /** The global sequence of the thread's first event (its place in the newest-first listing); 0 when it has none. */
+  firstEventSeq(threadId: string): number;
 }

@@ -130,3 +130,6 @@ export type ApiParams<M extends ApiMethod> = z.output<(typeof apiParams)[M]>;
 export const apiMethods = Object.keys(apiParams) as ApiMethod[];
 
 export const isApiMethod = (name: string): name is ApiMethod => Object.hasOwn(apiParams, name);
+
+/** Methods that write through a command id: the same id sent again gets the first answer, so a caller may always ask again. */
+export const commandMethods: ReadonlySet<ApiMethod> = new Set(apiMethods.filter((method) => { const schema = apiParams[method]; return schema instanceof z.ZodObject && 'commandId' in schema.shape; }));

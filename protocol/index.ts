@@ -1,4 +1,5 @@
-export { apiMethods, apiParams, isApiMethod, SYSTEM_COMMAND_PREFIX } from './apiSchemas.ts';
+export { apiMethods, apiParams, commandMethods, isApiMethod, SYSTEM_COMMAND_PREFIX } from './apiSchemas.ts';
+export { ENGINE_HEADER, EngineAddresses, FIRST_ATTEMPT_MS, nextAttemptMs } from './engineAddress.ts';
 export type { ApiMethod, ApiParams, ApiParamsIn } from './apiSchemas.ts';
 export { EVENT_ENVELOPE_BYTES, MAX_CATCH_UP, WATCH_KIND_HEADER } from './apiResults.ts';
 export type { ApiResult, ApiResults, CommandResult, MutationResult, PendingApproval, StartOutcome, WireEvent, WorkerInfo } from './apiResults.ts';

@@ -11,6 +11,7 @@ import { Deadlines } from './runtime/deadlines.ts';
 import { Delegation } from './runtime/delegation.ts';
 import { Worker, type WorkerOptions } from './worker/worker.ts';
 import type { ClusterNode } from './cluster/clusterNode.ts';
+import { ENGINE_HEADER } from '../protocol/engineAddress.ts';
 
 export { VERSION } from '../domain/version.ts';
 import { VERSION } from '../domain/version.ts';
@@ -95,6 +96,9 @@ function agentProviders(agents: Readonly<Record<string, AgentProfile>>, fallback
   return choices;
 }
 
+/** What every answer of an engine of a cluster says of it: callers address the engine that answered for a thread next time. */
+const engineHeaders = (cluster: ClusterNode) => ({ [ENGINE_HEADER]: cluster.engineId });
+
 export async function startTurnloomServer(options: TurnloomServerOptions): Promise<TurnloomServer> {
   const subjects = subjectsFor(options.prefix);
   const maxPayloadBytes = options.maxPayloadBytes ?? DEFAULT_MAX_PAYLOAD;
@@ -151,7 +155,7 @@ export async function startTurnloomServer(options: TurnloomServerOptions): Promi
     ...options.workers,
     maxPayloadBytes,
     log,
-    ...(cluster ? { cluster: { engineId: cluster.engineId, router: cluster.router, owns: cluster.owns } } : {}),
+    ...(cluster ? { cluster: { engineId: cluster.engineId, router: cluster.router, owns: cluster.owns }, answerHeaders: engineHeaders(cluster) } : {}),
   });
   const owns = cluster ? { owns: cluster.owns } : {};
   const deadlines = new Deadlines(engine, { interruptMs: options.interruptDeadlineMs ?? 10_000, approvalMs: options.approvalTimeoutMs ?? null, log, ...owns });
@@ -159,7 +163,7 @@ export async function startTurnloomServer(options: TurnloomServerOptions): Promi
   const delegation = new Delegation(engine, {
     log,
     ...owns,
-    ...(cluster ? { take: (threadId: string) => cluster.take(threadId), reconcileEveryMs: 2_000 } : {}),
+    ...(cluster ? { take: cluster.takeThread, reconcileEveryMs: 2_000 } : {}),
     ...(options.delegation ? { limits: options.delegation } : {}),
   });
   let api: ApiServer;
@@ -179,7 +183,7 @@ export async function startTurnloomServer(options: TurnloomServerOptions): Promi
       version: VERSION,
       log,
       telemetry,
-      ...(cluster ? { cluster: { router: cluster.router, health: () => ({ ...cluster.health() }) } } : {}),
+      ...(cluster ? { cluster: { router: cluster.router, health: () => ({ ...cluster.health() }) }, answerHeaders: engineHeaders(cluster) } : {}),
     });
     if (cluster) {
       const served = api;
@@ -199,6 +203,16 @@ export async function startTurnloomServer(options: TurnloomServerOptions): Promi
         },
         busy: (threadId) => watches.watching(threadId),
         serve: { api: (message, answerTo) => served.handle(message, answerTo), worker: (message, answerTo) => gateway.handle(message, answerTo) },
+        intake: {
+          pause: () => {
+            served.pauseIntake();
+            gateway.pauseIntake();
+          },
+          resume: () => {
+            served.resumeIntake();
+            gateway.resumeIntake();
+          },
+        },
       });
     }
     await api.start();

@@ -1,21 +1,33 @@
-import { type ConsumerMessages, DeliverPolicy, type JetStreamClient, type JetStreamManager, JetStreamApiError, jetstream, jetstreamManager } from '@nats-io/jetstream';
-import type { NatsConnection } from '@nats-io/transport-node';
+import { AckPolicy, type Consumer, DeliverPolicy, type JetStreamClient, type JetStreamManager, JetStreamApiError, jetstream, jetstreamManager } from '@nats-io/jetstream';
+import { type NatsConnection, headers, nanos, nuid } from '@nats-io/transport-node';
 import { Packr } from 'msgpackr';
-import { type DomainEvent, type Receipt, TurnloomError } from '../../domain/index.ts';
+import { type DomainEvent, MAX_SHARDS, type Receipt, TurnloomError, shardOf } from '../../domain/index.ts';
 import { JETSTREAM_TIMEOUT_MS } from './casBucket.ts';
 
 /**
  * What one message of a thread's subject holds: one accepted command (all
  * its events, and its receipt, so a retry is answered by whichever engine
- * owns the thread next), a rejection kept for a client's command id, or the
- * mark an engine leaves when it takes the thread, which moves the subject's
- * last sequence so that a stale owner's next append is refused. `by` names
- * the engine that appended it.
+ * owns the thread next), or a rejection kept for a client's command id.
+ * `by` names the engine that appended it.
  */
 export type LogRecord =
   | { kind: 'commit'; by: string; commandId: string; at: number; events: Array<{ threadSeq: number; event: DomainEvent }>; receipt: Receipt }
-  | { kind: 'rejection'; by: string; receipt: Extract<Receipt, { outcome: 'rejected' }> }
-  | { kind: 'owner'; by: string; at: number };
+  | { kind: 'rejection'; by: string; receipt: Extract<Receipt, { outcome: 'rejected' }> };
+
+/** What a watch of the stream sees of each message: its place, its thread, and who appended it. */
+export interface LogHeader {
+  seq: number;
+  threadId: string;
+  shard: number;
+  by: string;
+}
+
+/** A watch of the whole stream's headers, until stopped. */
+export interface LogWatch {
+  stop(): void;
+  /** Settles when the watch ends (stopped, or the connection closed). */
+  done: Promise<void>;
+}
 
 /** A record as the stream holds it: its place in the stream, and the thread whose subject it is on. */
 export interface LogMessage {
@@ -27,11 +39,12 @@ export interface LogMessage {
 export interface ThreadLogOptions {
   /** The stream's name (letters, digits, `-` and `_`). */
   name: string;
-  /** The subject of one thread's log, and the wildcard over all of them. */
-  subjectOf: (threadId: string) => string;
-  subjects: string;
+  /** The subjects' stem: a thread's log is `<stem>.<shard>.<threadId>`, every one of them `<stem>.>`. */
+  stem: string;
   /** Copies the stream keeps (1 for one nats-server, 3 on a 3-node cluster). */
   replicas: number;
+  /** How many shards a stream made now has; a stream made before keeps its own. */
+  shards: number;
 }
 
 /** What an engine needs to know of the stream to trust a cache made from it. */
@@ -44,67 +57,105 @@ export interface LogStreamInfo {
   leader: string | null;
 }
 
-/** A follower of every thread's log: messages in stream order until stopped. */
-export interface LogFollower extends AsyncIterable<LogMessage> {
-  stop(): void;
-}
-
 /** JetStream's code for an append whose expected last subject sequence is not the subject's: another writer got there first. */
 const WRONG_LAST_SEQUENCE = 10071;
 
+/** Who appended a message, in its headers: engines watching the stream read only the headers. */
+const BY_HEADER = 'Turnloom-By';
+
+/** A read's consumer its engine stopped fetching from (it died mid-read) is deleted by the server after this long. */
+const READ_IDLE_MS = 30_000;
+
 /** An append not acknowledged in this long has an unknown outcome (it may still land). */
 const APPEND_TIMEOUT_MS = 5_000;
+
+/** How a stream says its layout, in its description (nats-server 2.9 has no stream metadata): read back by every engine that opens it. */
+const DESCRIPTION = /^turnloom log: (\d+) shards, subjects <stem>\.<shard>\.<threadId>$/;
+const describe = (shards: number) => `turnloom log: ${shards} shards, subjects <stem>.<shard>.<threadId>`;
 
 // Records carry plain data only, so no shared-structure tables are needed between engines.
 const codec = new Packr({ useRecords: false, moreTypes: false });
 
 /**
- * Threads' logs in one JetStream stream, one subject per thread. An append
- * names the subject's last sequence it was decided on and carries an id for
- * de-duplication: a writer that is not the last one is refused by the stream
- * itself, and a retry of the same append is answered with the first one's
- * place.
+ * Threads' logs in one JetStream stream, one subject per thread under its
+ * shard's (`<stem>.<shard>.<threadId>`), so one shard's threads are read
+ * with one filter. The shard count is fixed when the stream is made and
+ * written in its description. An append names the subject's last sequence
+ * it was decided on and carries an id for de-duplication: a writer that is
+ * not the last one is refused by the stream itself, and a retry of the same
+ * append is answered with the first one's place.
  */
 export class ThreadLogStream {
   readonly name: string;
-  private readonly prefixLength: number;
 
   private constructor(
     private readonly js: JetStreamClient,
     private readonly jsm: JetStreamManager,
     private readonly options: ThreadLogOptions,
+    /** The stream's own shard count. */
+    readonly shards: number,
   ) {
     this.name = options.name;
-    this.prefixLength = options.subjectOf('x').length - 1;
   }
 
-  /** Opens the stream, making it if it is not there (file storage, the given replicas, direct gets allowed). */
+  /**
+   * Opens the stream, making it if it is not there (file storage, the given
+   * replicas and shards, direct gets allowed). A stream of the same name
+   * that does not say its shards in its description was made by a turnloom
+   * before shards (a subject per thread, `<stem>.<threadId>`): refused, with
+   * what to do.
+   */
   static async open(nc: NatsConnection, options: ThreadLogOptions): Promise<ThreadLogStream> {
+    if (!Number.isInteger(options.shards) || options.shards < 1 || options.shards > MAX_SHARDS) {
+      throw new TurnloomError('invalid_payload', `a cluster's log has 1 to ${MAX_SHARDS} shards, not ${options.shards}`, { shards: options.shards });
+    }
+    let description: string | undefined;
+    let jsm: JetStreamManager;
     try {
-      const jsm = await jetstreamManager(nc, { timeout: JETSTREAM_TIMEOUT_MS });
-      const log = new ThreadLogStream(jetstream(nc, { timeout: JETSTREAM_TIMEOUT_MS }), jsm, options);
+      jsm = await jetstreamManager(nc, { timeout: JETSTREAM_TIMEOUT_MS });
       try {
-        await jsm.streams.info(options.name);
+        description = (await jsm.streams.info(options.name)).config.description ?? '';
       } catch (error) {
         if (!(error instanceof JetStreamApiError) || error.status !== 404) throw error;
         await jsm.streams.add({
           name: options.name,
-          subjects: [options.subjects],
+          description: describe(options.shards),
+          subjects: [`${options.stem}.>`],
           storage: 'file',
           num_replicas: options.replicas,
           allow_direct: true,
-          // An append retried within two minutes is recognised and not written twice.
+          // An append retried within two minutes is recognised and not written twice (receipts answer later retries).
           duplicate_window: 120_000_000_000,
         });
       }
-      return log;
     } catch (error) {
       throw unavailable(`opening the log stream ${options.name} (is JetStream enabled on the NATS server?)`, error);
     }
+    const shards = description === undefined ? options.shards : Number(DESCRIPTION.exec(description)?.[1] ?? Number.NaN);
+    if (!Number.isInteger(shards)) {
+      throw new TurnloomError(
+        'conflict',
+        `the stream ${options.name} was made by a turnloom without shards (a subject per thread): back its threads up with \`nats stream backup\`, delete it (\`nats stream rm ${options.name}\`) and the buckets KV_${options.name.replace(/_LOG$/, '')}_ENGINES and _OWNERS, and start the engines again with empty data folders`,
+        { stream: options.name, description },
+      );
+    }
+    return new ThreadLogStream(jetstream(nc, { timeout: JETSTREAM_TIMEOUT_MS }), jsm, options, shards);
+  }
+
+  shardOf(threadId: string): number {
+    return shardOf(threadId, this.shards);
+  }
+
+  private subjectOf(threadId: string): string {
+    return `${this.options.stem}.${this.shardOf(threadId)}.${threadId}`;
+  }
+
+  private shardSubjects(shard: number): string {
+    return `${this.options.stem}.${shard}.>`;
   }
 
   private threadOf(subject: string): string {
-    return subject.slice(this.prefixLength);
+    return subject.slice(subject.indexOf('.', this.options.stem.length + 1) + 1);
   }
 
   /**
@@ -116,64 +167,111 @@ export class ThreadLogStream {
    */
   async append(threadId: string, record: LogRecord, expectedLast: number, msgId: string): Promise<{ seq: number; duplicate: boolean }> {
     try {
-      const ack = await this.js.publish(this.options.subjectOf(threadId), codec.pack(record), { msgID: msgId, expect: { lastSubjectSequence: expectedLast }, timeout: APPEND_TIMEOUT_MS });
+      const tagged = headers();
+      tagged.set(BY_HEADER, record.by);
+      const ack = await this.js.publish(this.subjectOf(threadId), codec.pack(record), { msgID: msgId, expect: { lastSubjectSequence: expectedLast }, timeout: APPEND_TIMEOUT_MS, headers: tagged });
       return { seq: ack.seq, duplicate: ack.duplicate };
     } catch (error) {
       if (error instanceof JetStreamApiError && error.code === WRONG_LAST_SEQUENCE) {
-        throw new TurnloomError('fenced', `thread ${threadId} was appended to by another engine (expected its last message at ${expectedLast}); this one no longer owns it`, { threadId, expectedLast });
+        throw new TurnloomError('fenced', `thread ${threadId} was appended to by another engine (expected its last message at ${expectedLast}); this one must read it again`, { threadId, expectedLast });
       }
       throw unavailable(`appending to thread ${threadId}`, error);
     }
   }
 
   /** The stream sequence of the thread's last message; 0 when it has none. */
-  async last(threadId: string): Promise<number> {
+  last(threadId: string): Promise<number> {
+    return this.lastOn(this.subjectOf(threadId), `reading thread ${threadId}`);
+  }
+
+  /** The stream sequence of the shard's last message (of any of its threads); 0 when it has none. */
+  lastOfShard(shard: number): Promise<number> {
+    return this.lastOn(this.shardSubjects(shard), `reading shard ${shard}`);
+  }
+
+  private async lastOn(subject: string, doing: string): Promise<number> {
     try {
-      const message = await this.jsm.direct.getMessage(this.name, { last_by_subj: this.options.subjectOf(threadId) });
+      const message = await this.jsm.direct.getMessage(this.name, { last_by_subj: subject });
       return message?.seq ?? 0;
     } catch (error) {
-      throw unavailable(`reading thread ${threadId}`, error);
+      if (error instanceof JetStreamApiError && error.status === 404) return 0;
+      throw unavailable(doing, error);
     }
   }
 
   /** The thread's messages after stream sequence `after`, up to `until` (inclusive), in order. */
-  async *read(threadId: string, after: number, until: number): AsyncIterable<LogMessage> {
+  read(threadId: string, after: number, until: number): AsyncIterable<LogMessage> {
+    return this.readOn(this.subjectOf(threadId), after, until, `thread ${threadId}`);
+  }
+
+  /** The shard's messages (all its threads') after stream sequence `after`, up to `until` (inclusive), in stream order. */
+  readShard(shard: number, after: number, until: number): AsyncIterable<LogMessage> {
+    return this.readOn(this.shardSubjects(shard), after, until, `shard ${shard}`);
+  }
+
+  /**
+   * One consumer of the stream for the read, deleted when the read ends;
+   * one left behind (the engine died mid-read) goes by itself after a short
+   * idle time, never lingering as an ordered consumer's five minutes would.
+   */
+  private async *readOn(filter: string, after: number, until: number, what: string): AsyncIterable<LogMessage> {
     if (until <= after) return;
-    let consumer;
+    let consumer: Consumer;
     try {
-      consumer = await this.js.consumers.get(this.name, { filter_subjects: this.options.subjectOf(threadId), deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: after + 1 });
+      const info = await this.jsm.consumers.add(this.name, {
+        name: `read_${nuid.next()}`,
+        filter_subject: filter,
+        deliver_policy: DeliverPolicy.StartSequence,
+        opt_start_seq: after + 1,
+        ack_policy: AckPolicy.None,
+        max_deliver: 1,
+        mem_storage: true,
+        num_replicas: 1,
+        inactive_threshold: nanos(READ_IDLE_MS),
+      });
+      consumer = this.js.consumers.getConsumerFromInfo(info);
     } catch (error) {
-      throw unavailable(`reading thread ${threadId}`, error);
+      throw unavailable(`reading ${what}`, error);
     }
-    for (;;) {
-      const batch = await consumer.fetch({ max_messages: 256, expires: 2_000 });
-      let got = 0;
-      for await (const message of batch) {
-        got += 1;
-        if (message.seq > until) return;
-        yield { seq: message.seq, threadId, record: codec.unpack(message.data) as LogRecord };
-        if (message.seq === until) return;
+    try {
+      for (let next = after + 1; ; ) {
+        const batch = await consumer.fetch({ max_messages: 512, expires: 2_000 });
+        let got = 0;
+        for await (const message of batch) {
+          got += 1;
+          if (message.seq < next) continue;
+          next = message.seq + 1;
+          if (message.seq > until) return;
+          yield { seq: message.seq, threadId: this.threadOf(message.subject), record: codec.unpack(message.data) as LogRecord };
+          if (message.seq === until) return;
+        }
+        if (got === 0) throw new TurnloomError('unavailable', `the log of ${what} ended before message ${until}`, { until });
       }
-      if (got === 0) throw new TurnloomError('unavailable', `thread ${threadId}'s log ended before message ${until}`, { threadId, until });
+    } finally {
+      await consumer.delete().catch(() => false);
     }
   }
 
-  /** Every thread's messages after stream sequence `after`, in stream order, as they come, until stopped. */
-  async follow(after: number): Promise<LogFollower> {
-    let messages: ConsumerMessages;
+  /**
+   * Every message appended after `after`, as it comes, headers only (a
+   * hundred bytes each, whatever the message holds): one consumer for the
+   * engine's life, which picks up where it was after a reconnect.
+   */
+  async watch(after: number, onHeader: (header: LogHeader) => void): Promise<LogWatch> {
+    let messages;
     try {
-      const consumer = await this.js.consumers.get(this.name, { deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: after + 1 });
-      messages = await consumer.consume({ max_messages: 512 });
+      const consumer = await this.js.consumers.get(this.name, { headers_only: true, deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: after + 1 });
+      messages = await consumer.consume({ max_messages: 1_024 });
     } catch (error) {
-      throw unavailable('following the log stream', error);
+      throw unavailable('watching the log stream', error);
     }
-    const threadOf = (subject: string) => this.threadOf(subject);
-    return {
-      stop: () => void messages.stop(),
-      async *[Symbol.asyncIterator]() {
-        for await (const message of messages) yield { seq: message.seq, threadId: threadOf(message.subject), record: codec.unpack(message.data) as LogRecord };
-      },
-    };
+    const done = (async () => {
+      for await (const message of messages) {
+        const threadId = this.threadOf(message.subject);
+        onHeader({ seq: message.seq, threadId, shard: this.shardOf(threadId), by: message.headers?.get(BY_HEADER) ?? '' });
+      }
+    })();
+    return { stop: () => void messages.stop(), done };
   }
 
   async info(): Promise<LogStreamInfo> {

@@ -39,6 +39,8 @@ export interface ApiServerOptions {
    * of the cluster rather than held alone.
    */
   cluster?: { router: RequestRouting; health(): Record<string, unknown> };
+  /** Headers every answer carries (see `AnswerOptions.headers`). */
+  answerHeaders?: Readonly<Record<string, string>>;
 }
 
 /** Serves a request here, or has it served by another engine (a cluster's). */
@@ -71,6 +73,8 @@ export class ApiServer {
   private readonly maxPayload: number;
   private readonly stats = new Map<string, EndpointStats>();
   private readonly subscriptions: BusSubscription[] = [];
+  /** The queue group's subscriptions, apart: `pauseIntake` leaves them for the others of the group. */
+  private intake: BusSubscription[] = [];
   private readonly inflight: Inflight;
   private readonly log: Logger;
   readonly instance = randomUUID().replaceAll('-', '').slice(0, 22);
@@ -93,8 +97,8 @@ export class ApiServer {
   async start(): Promise<this> {
     const { bus, subjects } = this.options;
     await this.claim.claim();
+    this.resumeIntake();
     this.subscriptions.push(
-      bus.subscribe(subjects.apiAll, (message) => this.inflight.track(this.receive(message)), { queue: API_QUEUE_GROUP }),
       ...serveDiscovery(
         bus,
         {
@@ -112,6 +116,21 @@ export class ApiServer {
     return this;
   }
 
+  /**
+   * Stops taking requests from the queue group every engine of the prefix
+   * shares, so the bus hands them to the others (an engine of a cluster that
+   * cannot serve for now); what is in flight is still answered.
+   */
+  pauseIntake(): void {
+    for (const subscription of this.intake.splice(0)) subscription.unsubscribe();
+  }
+
+  /** Takes requests from the queue group again (and on `start`). */
+  resumeIntake(): void {
+    if (this.intake.length > 0) return;
+    this.intake = this.options.subjects.apiAll.map((subject) => this.options.bus.subscribe(subject, (message) => this.inflight.track(this.receive(message)), { queue: API_QUEUE_GROUP }));
+  }
+
   private receive(message: BusMessage): Promise<void> {
     const router = this.options.cluster?.router;
     return router ? router.route(message, (routed) => this.handle(routed)) : this.handle(message);
@@ -124,7 +143,7 @@ export class ApiServer {
     // Another's inbox: nothing is run and nothing published there; all that is left of it is a `forbidden` in the method's stats.
     const foreign = message.reply !== undefined && isInbox(message.reply) && !this.options.auth.mayReplyTo(this.options.auth.identify(message.headers), message.reply);
     if (foreign) this.log.warn({ subject: message.subject, code: 'forbidden', error: 'the reply subject is another caller\'s inbox' }, 'api: request refused');
-    const code = foreign ? 'forbidden' : await answerRequest(this.options.bus, message, { maxPayload: this.maxPayload, label: 'api', answerTo, log: this.log }, (body) => this.dispatch(method, message, body));
+    const code = foreign ? 'forbidden' : await answerRequest(this.options.bus, message, { maxPayload: this.maxPayload, label: 'api', answerTo, log: this.log, ...(this.options.answerHeaders ? { headers: this.options.answerHeaders } : {}) }, (body) => this.dispatch(method, message, body));
     const stats = isApiMethod(method) ? this.stats.get(method) : undefined;
     if (!stats || code === undefined) return;
     stats.requests += 1;
@@ -162,6 +181,7 @@ export class ApiServer {
 
   /** Stops taking requests and waits for those in flight to be answered. */
   async stop(): Promise<void> {
+    this.pauseIntake();
     for (const subscription of this.subscriptions.splice(0)) subscription.unsubscribe();
     this.claim.release();
     await this.inflight.settled();

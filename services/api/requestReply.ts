@@ -18,7 +18,7 @@ const REPLY_HEADROOM = 4_096;
  * the answer goes instead of the caller's reply (which the checks still look at).
  */
 export async function answerRequest(bus: Bus, message: BusMessage, options: AnswerOptions, work: (body: unknown) => Promise<unknown>): Promise<ErrorCode | null | undefined> {
-  const { maxPayload, label, mayReplyTo = isInbox, answerTo = message.reply, log = silentLogger } = options;
+  const { maxPayload, label, mayReplyTo = isInbox, answerTo = message.reply, log = silentLogger, headers = {} } = options;
   // A bare publish cannot be answered (request/reply only), and replies go to inboxes only.
   if (!message.reply || !isInbox(message.reply) || !mayReplyTo(message.reply)) return undefined;
   let contentType: ContentType = JSON_TYPE;
@@ -45,7 +45,7 @@ export async function answerRequest(bus: Bus, message: BusMessage, options: Answ
     data = encode(body, contentType);
   }
   try {
-    bus.publish(answerTo ?? message.reply, data, { headers: { 'content-type': contentType } });
+    bus.publish(answerTo ?? message.reply, data, { headers: { ...headers, 'content-type': contentType } });
   } catch (error) {
     log.warn({ ...errorFields(error), subject: message.subject }, `${label}: could not reply`);
   }
@@ -68,6 +68,8 @@ export interface AnswerOptions {
   /** Where answers may go (default: any inbox); the server narrows it to the caller's own inbox space. */
   mayReplyTo?: (reply: string) => boolean;
   answerTo?: string | undefined;
+  /** Headers every answer carries (in a cluster: which engine answered, so a caller can address it next time). */
+  headers?: Readonly<Record<string, string>>;
   log?: Logger;
 }
 

@@ -1,84 +1,112 @@
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { NatsConnection } from '@nats-io/transport-node';
-import { CasBucket, type LogMessage, ThreadLogStream } from '../../adapters/jetstream/index.ts';
+import { CasBucket, type LogHeader, type LogWatch, ThreadLogStream } from '../../adapters/jetstream/index.ts';
 import { type Subjects, assertId } from '../../bus/index.ts';
-import { type Bus, type BusSubscription, type Logger, type ReplicaStore, TurnloomError, silentLogger } from '../../domain/index.ts';
+import { type Bus, type BusSubscription, type Logger, type ReplicaStore, TurnloomError, errorFields, silentLogger } from '../../domain/index.ts';
 import type { Engine } from '../engine/engine.ts';
 import { ClusterStore } from './clusterStore.ts';
 import { Membership } from './membership.ts';
-import { Ownership } from './ownership.ts';
-import { LogTailer } from './logTailer.ts';
 import { preferredEngine } from './placement.ts';
 import { type Placement, RequestRouter, type Serve } from './requestRouter.ts';
+import { ShardCopies } from './shardCopies.ts';
+import { ShardOwnership } from './shardOwnership.ts';
 
 export interface ClusterOptions {
   /** The NATS connection the engine serves on (its JetStream holds the log and the buckets). */
   nc: NatsConnection;
   bus: Bus;
   subjects: Subjects;
-  /** This engine's folder: its copy of every thread and its read model. */
+  /** This engine's folder: its copy of the shards it owns, and its read model. */
   local: ReplicaStore;
   /** Copies of the log and the buckets JetStream keeps (3 on a 3-node NATS cluster). */
   replicas: number;
-  /** An engine silent this long counts as gone, and its threads are taken over (default 3 s). */
+  /** How many shards the log has when this engine makes it (default 64); a log made before keeps its own. */
+  shards?: number;
+  /** An engine silent this long counts as gone, and its shards are taken over (default 3 s). */
   memberTtlMs?: number;
+  /** How large one answer may be (half the bus's payload limit): a list merged from every engine's part keeps to it. */
+  replyBudgetBytes?: number;
   /** What `health` shows of this engine. */
   about?: Record<string, unknown>;
   log?: Logger;
 }
 
-/** The parts of the engine's server a cluster drives when it takes or loses a thread. */
+/** The parts of the engine's server a cluster drives when it takes or loses a shard, or stops serving. */
 export interface ClusterParts {
   engine: Engine;
-  /** Takes up what the thread has open: lease clocks, deadlines, offers, repairs. */
+  /** Takes up what a thread has open: lease clocks, deadlines, offers, repairs. */
   adopt(threadId: string): Promise<void>;
   /** Lets go of what this engine did for the thread: clocks, deadlines, watches. */
   forget(threadId: string): void;
-  /** Whether the thread has something that keeps it owned here while idle (a watch). */
+  /** Whether the thread has something that keeps its shard here while idle (a watch). */
   busy(threadId: string): boolean;
   serve: { api: Serve; worker: Serve };
+  /** The queue groups of the API and the workers: left while this engine cannot serve, so the bus hands their requests to the others. */
+  intake: { pause(): void; resume(): void };
 }
 
 /** What `health` shows of the cluster, on any engine. */
 export interface ClusterHealth {
   engineId: string;
   engines: string[];
-  ownedThreads: number;
-  /** Requests about a thread this engine served, passed on to the thread's owner, or took over from an owner gone silent. */
+  /** Shards this engine owns, of how many. */
+  shards: { owned: number; of: number };
+  /** `null` while it serves; otherwise why it does not (its membership lapsed, its store failed). */
+  notServing: string | null;
+  /** Requests about a thread this engine served, passed on to its shard's owner, or took over from an owner gone silent. */
   requests: { servedHere: number; passedOn: number; takenOver: number };
-  log: { stream: string; replicas: number; position: number };
+  log: { stream: string; replicas: number; shards: number };
 }
 
-/** How often owners of the dead are looked for, and idle threads let go (also on every change of members). */
+/** How often shards of dead owners are looked for and shards handed to the engine they belong to (also on every change of members). */
 const SWEEP_MS = 500;
-/** Threads taken over at once after a failure. */
+/** Shards taken at once after a failure. */
 const TAKE_LANES = 8;
-
-/** How long a list waits for this engine's copy to reach the log's end before it answers `unavailable` rather than leave writes out. */
-const CATCH_UP_ALL_MS = 5_000;
+/** Shards handed on to a joining engine per sweep: a join moves load over a few seconds, not in one burst. */
+const HANDOVERS_PER_SWEEP = 4;
+/** A shard whose take failed (its log could not be read or taken in) is tried again after this, doubling, up to a minute. */
+const RETAKE_MS = 1_000;
+/** How often a store that failed is tried again. */
+const PROBE_MS = 2_000;
+const DEFAULT_SHARDS = 64;
 const deploymentName = (prefix: string) => prefix.replace(/[^A-Za-z0-9_-]/g, '_');
 
 /**
  * One engine of a cluster: the shared log (a JetStream stream, a subject per
- * thread), membership and ownership (JetStream KV buckets written by
- * compare-and-set), this engine's copy of every thread (`LogTailer`), and
- * routing of requests to the owner of their thread (`RequestRouter`). An
- * engine takes a thread on first use when no live engine owns it, and the
- * threads of an engine that died are taken by the live ones, each thread by
- * one of them (rendezvous hashing), within a membership TTL.
+ * thread under a subject per shard), membership and shard ownership
+ * (JetStream KV buckets written by compare-and-set), this engine's copy of
+ * the shards it owns (`ShardCopies`), and routing of requests to the owner
+ * of their thread's shard (`RequestRouter`). Shards go to the live engines
+ * by rendezvous hashing; an engine that dies has its shards taken by the
+ * others within a membership TTL, and a joining engine is handed its share.
+ * An engine that cannot serve (its membership lapsed, its folder cannot be
+ * written) leaves the queue groups and its shards, answers `unavailable` to
+ * what still reaches it, and comes back when it can.
  */
 export class ClusterNode implements Placement {
   readonly store: ClusterStore;
   readonly router: RequestRouter;
   private readonly membership: Membership;
-  private readonly ownership: Ownership;
-  private tailer: LogTailer | undefined;
+  private readonly ownership: ShardOwnership;
+  private copies: ShardCopies | undefined;
   private parts: ClusterParts | undefined;
-  private relays: BusSubscription | undefined;
+  private subscriptions: BusSubscription[] = [];
+  private logWatch: LogWatch | undefined;
   private sweeper: NodeJS.Timeout | undefined;
   private sweeping = false;
   private stopped = false;
+  /** Why this engine serves nothing now; empty while it serves. */
+  private readonly fenced = new Set<'membership' | 'store'>();
+  private prober: NodeJS.Timeout | undefined;
+  /** Threads whose copy the log moved past (another engine wrote them): read again before they are served. */
+  private readonly stale = new Set<string>();
+  /** Threads this engine took up or served, by shard: what it lets go of with the shard. */
+  private readonly touched = new Map<number, Set<string>>();
+  /** Shards whose take failed, and when they may be tried again. */
+  private readonly backoff = new Map<number, { until: number; waitMs: number }>();
+  /** When each live engine was first seen alive (monotonic): shards go to a joining engine once it has stayed a TTL. */
+  private readonly since = new Map<string, number>();
   private readonly log: Logger;
 
   private constructor(
@@ -90,13 +118,20 @@ export class ClusterNode implements Placement {
     private readonly source: string,
   ) {
     this.log = options.log ?? silentLogger;
-    this.store = new ClusterStore(options.local, logStream, engineId, (threadId, why) => {
-      this.log.warn({ threadId, why }, 'letting go of a thread');
-      this.ownership.drop(threadId);
+    this.store = new ClusterStore(options.local, logStream, engineId, {
+      serves: (shard) => this.ownership.serves(shard),
+      mayAppend: () => this.fenced.size === 0 && this.membership.holds(),
+      stale: (threadId, why) => {
+        this.log.warn({ threadId, why }, 'reading a thread again before its next write');
+        this.stale.add(threadId);
+      },
+      storeFailed: (error) => this.storeFailed(error),
+      appending: (shard) => this.copies?.appending(shard),
+      appended: (shard, seq, inFolder) => this.copies?.appended(shard, seq, inFolder),
     });
-    this.membership = new Membership(members, { engineId, about: options.about ?? {}, ttlMs: options.memberTtlMs ?? 3_000, log: this.log }, () => this.ownership.dropAll());
-    this.ownership = new Ownership(owners, this.membership, { acquired: (threadId) => this.acquired(threadId), lost: (threadId) => this.lost(threadId) }, this.log);
-    this.router = new RequestRouter(options.bus, options.subjects, this, this.log);
+    this.membership = new Membership(members, { engineId, about: options.about ?? {}, ttlMs: options.memberTtlMs ?? 3_000, log: this.log }, (member) => (member ? this.unfence('membership') : this.fence('membership')));
+    this.ownership = new ShardOwnership(owners, this.membership, logStream.shards, { acquired: (shard) => this.acquired(shard), lost: (shard) => this.lost(shard) }, this.log);
+    this.router = new RequestRouter(options.bus, options.subjects, this, this.log, options.replyBudgetBytes ?? 512 * 1024);
   }
 
   /**
@@ -111,8 +146,9 @@ export class ClusterNode implements Placement {
     }
     const name = deploymentName(subjects.prefix);
     const ttlMs = options.memberTtlMs ?? 3_000;
+    const stem = subjects.logAll.slice(0, -2);
     // Engines started together race to make the same stream and buckets, and a replicated one elects its leader first: each is tried again for a while.
-    const logStream = await persist(() => ThreadLogStream.open(nc, { name: `TURNLOOM_${name}_LOG`, subjectOf: (threadId) => subjects.log(threadId), subjects: subjects.logAll, replicas }));
+    const logStream = await persist(() => ThreadLogStream.open(nc, { name: `TURNLOOM_${name}_LOG`, stem, replicas, shards: options.shards ?? DEFAULT_SHARDS }));
     const members = await persist(() => CasBucket.open(nc, { name: `TURNLOOM_${name}_ENGINES`, ttlMs, replicas }));
     const owners = await persist(() => CasBucket.open(nc, { name: `TURNLOOM_${name}_OWNERS`, ttlMs: 0, replicas }));
     const info = await persist(() => logStream.info());
@@ -130,35 +166,72 @@ export class ClusterNode implements Placement {
     }
     const engineId = mark?.engineId ?? `e${randomUUID().replaceAll('-', '').slice(0, 16)}`;
     assertId('engineId', engineId);
-    if (!mark) await local.writeReplica({ engineId, source, position: 0 });
+    if (!mark) await local.writeReplica({ engineId, source, positions: {} });
     return new ClusterNode(options, logStream, members, owners, engineId, source);
   }
 
   /**
-   * Copies what the log holds that the folder lacks, joins the cluster and
-   * starts serving requests passed on by other engines. The server's API
-   * may serve once this resolves.
+   * Joins the cluster and starts serving requests addressed to this engine
+   * or passed on by other engines; shards come to it by the sweep (those
+   * nobody alive owns, and its share of the others) and on first use. The
+   * server's API may serve once this resolves.
    */
   async start(parts: ClusterParts): Promise<void> {
     this.parts = parts;
-    this.tailer = new LogTailer(this.logStream, parts.engine, this.options.local, { engineId: this.engineId, source: this.source }, (message) => this.heardForeign(message), this.log);
-    await this.tailer.start();
-    this.relays = this.router.serveRelays(parts.serve);
+    this.copies = new ShardCopies(this.logStream, parts.engine, this.options.local, { engineId: this.engineId, source: this.source }, this.log, (error) => this.storeFailed(error));
+    this.copies.start();
+    const { lastSeq } = await persist(() => this.logStream.info());
+    this.logWatch = await persist(() => this.logStream.watch(lastSeq, (header) => this.heard(header)));
+    this.subscriptions = this.router.serveAddressed(parts.serve);
     await this.options.bus.flush();
     await persist(() => this.membership.start());
     await this.ownership.start();
     this.membership.onChange(() => this.sweep());
     this.sweeper = setInterval(() => this.sweep(), SWEEP_MS);
     this.sweep();
-    this.log.info({ engineId: this.engineId, engines: this.membership.live(), position: this.tailer.position }, 'engine joined the cluster');
+    this.log.info({ engineId: this.engineId, engines: this.membership.live(), shards: this.logStream.shards }, 'engine joined the cluster');
   }
 
-  holds(threadId: string): boolean {
-    return this.ownership.holds(threadId);
+  shardOf(threadId: string): number {
+    return this.logStream.shardOf(threadId);
   }
 
-  liveOwnerOf(threadId: string): string | null {
-    const owner = this.ownership.ownerOf(threadId);
+  notServing(): string | null {
+    if (this.stopped) return 'it is stopping';
+    if (this.fenced.has('store')) return 'its data folder cannot be written';
+    if (this.fenced.has('membership')) return 'its membership lapsed';
+    return null;
+  }
+
+  holds(shard: number): boolean {
+    return this.ownership.holds(shard);
+  }
+
+  async prepare(threadId: string): Promise<boolean> {
+    const shard = this.shardOf(threadId);
+    const ready = this.ownership.ready(shard);
+    if (!ready) return false;
+    await ready;
+    if (!this.ownership.serves(shard)) return false;
+    this.touch(shard, threadId);
+    if (this.stale.has(threadId)) await this.refresh(threadId);
+    return this.ownership.serves(shard);
+  }
+
+  /** Reads a thread the log moved past again, and takes up what it has open now. */
+  private async refresh(threadId: string): Promise<void> {
+    this.stale.delete(threadId);
+    try {
+      this.store.fence(threadId, await this.copies!.catchUpThread(threadId));
+    } catch (error) {
+      this.stale.add(threadId);
+      throw error;
+    }
+    await this.parts!.adopt(threadId);
+  }
+
+  liveOwnerOf(shard: number): string | null {
+    const owner = this.ownership.ownerOf(shard);
     return owner !== null && this.membership.isLive(owner) ? owner : null;
   }
 
@@ -166,143 +239,231 @@ export class ClusterNode implements Placement {
     return this.membership.isLive(engineId);
   }
 
-  /** Takes the thread and takes up what it has open; `false` when a live engine owns it. */
-  async take(threadId: string, gone?: string): Promise<boolean> {
-    if (this.stopped) throw new TurnloomError('unavailable', `engine ${this.engineId} is stopping; try again`);
-    if (this.ownership.holds(threadId)) return true;
-    if (!(await this.ownership.take(threadId, gone))) return false;
-    // Taken up after the take, so what adoption writes goes through a thread this engine now owns.
-    this.parts?.adopt(threadId).catch((error: unknown) => this.log.error({ threadId, error: String(error) }, 'could not take up what a thread had open'));
-    return true;
+  async take(shard: number, gone?: string): Promise<boolean> {
+    const why = this.notServing();
+    if (why !== null) throw new TurnloomError('unavailable', `engine ${this.engineId} serves nothing for now (${why}); try again`);
+    return this.ownership.take(shard, gone);
   }
 
-  async catchUp(threadId: string): Promise<void> {
-    await this.tailer!.catchUpThread(threadId);
-  }
+  /** Takes the shard of a thread this engine is about to make (a sub-agent's: in its parent's shard, so normally held already). */
+  takeThread = async (threadId: string): Promise<boolean> => (await this.take(this.shardOf(threadId))) && this.prepare(threadId);
 
-  async catchUpAll(): Promise<void> {
-    const { lastSeq } = await this.logStream.info();
-    if (!(await this.tailer!.reachWithin(lastSeq, CATCH_UP_ALL_MS))) {
-      throw new TurnloomError('unavailable', `engine ${this.engineId}'s copy is behind the log (at ${this.tailer!.position} of ${lastSeq}); try again`);
+  async owners(): Promise<Map<string, number[]>> {
+    const byEngine = new Map<string, number[]>();
+    const unowned: number[] = [];
+    for (let shard = 0; shard < this.logStream.shards; shard++) {
+      const owner = this.ownership.holds(shard) ? this.engineId : this.liveOwnerOf(shard);
+      if (owner === null) unowned.push(shard);
+      else byEngine.set(owner, [...(byEngine.get(owner) ?? []), shard]);
     }
+    await this.inLanes(unowned, async (shard) => {
+      if (!(await this.take(shard))) throw new TurnloomError('unavailable', `shard ${shard} is changing hands; try again`, { shard });
+    });
+    if (unowned.length > 0) byEngine.set(this.engineId, [...(byEngine.get(this.engineId) ?? []), ...unowned]);
+    return byEngine;
   }
 
-  /** Whether this engine owns the thread: the reactors act only on those. */
-  owns = (threadId: string): boolean => this.ownership.holds(threadId);
+  async covers(shards: readonly number[]): Promise<boolean> {
+    await Promise.all(shards.map((shard) => this.ownership.ready(shard)));
+    return this.notServing() === null && shards.every((shard) => this.ownership.serves(shard));
+  }
+
+  positionOf(threadId: string): number {
+    return this.options.local.firstEventSeq(threadId);
+  }
+
+  /** Whether this engine serves the thread's shard: the reactors act only on those. */
+  owns = (threadId: string): boolean => this.ownership.serves(this.shardOf(threadId));
 
   health(): ClusterHealth {
     return {
       engineId: this.engineId,
       engines: this.membership.live(),
-      ownedThreads: this.ownership.held().length,
+      shards: { owned: this.ownership.held().length, of: this.logStream.shards },
+      notServing: this.notServing(),
       requests: { ...this.router.counts },
-      log: { stream: this.logStream.name, replicas: this.options.replicas, position: this.tailer?.position ?? 0 },
+      log: { stream: this.logStream.name, replicas: this.options.replicas, shards: this.logStream.shards },
     };
   }
 
-  /**
-   * This engine wrote itself in as the owner: its copy of the thread is
-   * brought up to the log, and its mark appended, fenced by the last message
-   * it read, so whatever a stale owner still appends is refused from now on.
-   */
-  private async acquired(threadId: string): Promise<void> {
-    for (let attempt = 0; attempt < 5; attempt++) {
-      const last = await this.tailer!.catchUpThread(threadId);
-      try {
-        const mark = await this.logStream.append(threadId, { kind: 'owner', by: this.engineId, at: Date.now() }, last, `owner:${this.engineId}:${randomUUID()}`);
-        this.store.fence(threadId, mark.seq);
-        return;
-      } catch (error) {
-        // The stale owner appended after the last message read: read again.
-        if (!(error instanceof TurnloomError && error.code === 'fenced')) throw error;
-      }
+  /** This engine wrote itself in as the shard's owner: its copy is brought up to the log, and each thread's fence is what the log holds of it. */
+  private async acquired(shard: number): Promise<void> {
+    this.store.unfenceShard(shard);
+    for (const [threadId, last] of await this.copies!.catchUpShard(shard)) {
+      this.store.fence(threadId, last);
+      this.stale.delete(threadId);
     }
-    throw new TurnloomError('unavailable', `thread ${threadId} kept moving while engine ${this.engineId} took it; try again`, { threadId });
+    // Taken up once the shard is served (`whole`), so what adoption writes goes through a shard this engine now owns.
+    setImmediate(() => void this.adoptShard(shard));
   }
 
-  private lost(threadId: string): void {
-    this.store.unfence(threadId);
-    this.parts?.forget(threadId);
+  /** Takes up what the shard's threads have open: lease clocks, deadlines, offers, repairs. */
+  private async adoptShard(shard: number): Promise<void> {
+    await this.ownership.ready(shard);
+    if (!this.ownership.serves(shard)) return;
+    const open = new Set([...this.store.openTurns(), ...this.store.openReverts()].map(({ threadId }) => threadId));
+    for (const threadId of open) {
+      if (this.shardOf(threadId) !== shard || !this.ownership.serves(shard)) continue;
+      this.touch(shard, threadId);
+      await this.parts!.adopt(threadId).catch((error: unknown) => this.log.error({ threadId, ...errorFields(error) }, 'could not take up what a thread had open'));
+    }
   }
 
-  /** A message on a thread this engine owns that it did not append, past its own last one: another engine has the thread now. */
-  private heardForeign(message: LogMessage): void {
-    const fence = this.store.fenceOf(message.threadId);
-    if (fence === undefined || message.seq <= fence || !this.ownership.holds(message.threadId)) return;
-    this.log.warn({ threadId: message.threadId, seq: message.seq }, 'another engine wrote a thread this one owned: letting it go');
-    this.ownership.drop(message.threadId);
+  private touch(shard: number, threadId: string): void {
+    let threads = this.touched.get(shard);
+    if (!threads) this.touched.set(shard, (threads = new Set()));
+    threads.add(threadId);
+  }
+
+  private lost(shard: number): void {
+    this.store.unfenceShard(shard);
+    this.copies?.forget(shard);
+    const threads = this.touched.get(shard) ?? new Set<string>();
+    this.touched.delete(shard);
+    for (const { threadId } of [...this.options.local.openTurns(), ...this.options.local.openReverts()]) if (this.shardOf(threadId) === shard) threads.add(threadId);
+    for (const threadId of threads) {
+      this.stale.delete(threadId);
+      this.parts?.forget(threadId);
+    }
   }
 
   /**
-   * Takes the threads whose owner is gone and that have something open (an
-   * open turn or revert in the copy), each by the live engine rendezvous
-   * hashing prefers, which also clears a dead owner's idle ones; settles
-   * the threads still in its own name that it does not hold, and lets go of
-   * threads this engine owns that went idle.
+   * A message appended by another engine: on a shard this one owns, it was
+   * written by an engine that still believed it owned the shard (paused,
+   * or cut off, and not yet told). It is a valid write (the thread's fence
+   * let it in), so the thread is read again and what it opened is taken up.
+   */
+  private heard({ threadId, shard, by }: LogHeader): void {
+    if (by === this.engineId || !this.ownership.holds(shard)) return;
+    this.log.warn({ threadId, shard, by }, 'another engine wrote a thread of a shard this one owns: reading it again');
+    this.copies?.foreign(shard);
+    this.stale.add(threadId);
+    void this.prepare(threadId).catch((error: unknown) => this.log.warn({ threadId, ...errorFields(error) }, 'could not read a thread again'));
+  }
+
+  // ---------------------------------------------------------------- serving or not
+
+  /** Stops serving: out of the queue groups, every shard let go (at once when its store failed, so the others need not wait for its membership to lapse). */
+  private fence(why: 'membership' | 'store'): void {
+    if (this.fenced.has(why) || this.stopped) return;
+    const first = this.fenced.size === 0;
+    this.fenced.add(why);
+    this.log.warn({ engineId: this.engineId, why }, 'engine stops serving');
+    if (first) this.parts?.intake.pause();
+    if (why === 'store') void this.ownership.releaseAll().catch(() => undefined);
+    else this.ownership.dropAll();
+  }
+
+  private unfence(why: 'membership' | 'store'): void {
+    if (!this.fenced.delete(why) || this.fenced.size > 0 || this.stopped) return;
+    this.log.info({ engineId: this.engineId }, 'engine serves again');
+    this.parts?.intake.resume();
+    this.sweep();
+  }
+
+  /** The folder failed: this engine leaves (the others take its shards at once) and tries the folder again until it takes writes. */
+  private storeFailed(error: unknown): void {
+    if (this.fenced.has('store') || this.stopped) return;
+    this.log.error({ engineId: this.engineId, ...errorFields(error) }, 'the data folder cannot be written: leaving the cluster until it can');
+    this.fence('store');
+    void this.membership.suspend();
+    this.prober = setInterval(() => void this.probeStore(), PROBE_MS);
+  }
+
+  private async probeStore(): Promise<void> {
+    try {
+      await this.options.local.checkWritable();
+      await this.membership.resume();
+    } catch {
+      return;
+    }
+    clearInterval(this.prober);
+    this.prober = undefined;
+    this.unfence('store');
+  }
+
+  // ---------------------------------------------------------------- the sweep
+
+  /**
+   * Takes the shards nobody alive owns that rendezvous hashing gives this
+   * engine, takes back its strays (shards in its name it let go of when it
+   * stopped serving, that nobody took meanwhile), and hands on a few idle
+   * shards that belong to another live engine now (one that joined).
    */
   private sweep(): void {
-    if (this.sweeping || this.stopped || !this.parts) return;
+    if (this.sweeping || this.stopped || !this.parts || this.fenced.size > 0) return;
     this.sweeping = true;
     void this.sweepOnce()
-      .catch((error: unknown) => this.log.warn({ error: String(error) }, 'could not look for threads to take over'))
+      .catch((error: unknown) => this.log.warn({ ...errorFields(error) }, 'could not look for shards to take over'))
       .finally(() => {
         this.sweeping = false;
       });
   }
 
   private async sweepOnce(): Promise<void> {
-    const engine = this.parts!.engine;
     const live = this.membership.live();
     if (!live.includes(this.engineId)) return;
-    const open = new Set([...engine.listOpenTurns(), ...engine.listOpenReverts()].map(({ threadId }) => threadId));
-    const orphans = new Map<string, string | undefined>();
-    // A dead owner's idle thread is not taken (a take costs two KV writes, a read of its log and a mark): its key goes,
-    // and whichever engine needs it next takes it on first use. One that turns out open once the copy catches up is taken below.
-    const idle: Array<[string, string]> = [];
-    for (const { threadId, owner } of this.ownership.directory()) {
-      if (owner === this.engineId || this.membership.isLive(owner)) continue;
-      if (open.has(threadId)) orphans.set(threadId, owner);
-      else if (preferredEngine(threadId, live) === this.engineId) idle.push([threadId, owner]);
-    }
-    for (const threadId of open) {
-      if (!this.ownership.holds(threadId) && this.liveOwnerOf(threadId) === null && !orphans.has(threadId)) orphans.set(threadId, this.ownership.ownerOf(threadId) ?? undefined);
-    }
-    // Only this engine can settle its strays: an open one it takes back, an idle one (a sub-agent's thread made just before a crash, its turn not yet started) it lets go, so the engine that needs it can take it.
-    const strays = this.ownership.strays();
-    const mine: Array<[string, string | undefined]> = strays.filter((threadId) => open.has(threadId)).map((threadId) => [threadId, undefined]);
-    mine.push(...[...orphans].filter(([threadId]) => preferredEngine(threadId, live) === this.engineId));
-    const lane = async () => {
-      for (let next = mine.shift(); next && !this.stopped; next = mine.shift()) {
-        const [threadId, gone] = next;
-        await this.take(threadId, gone).catch((error: unknown) => this.log.warn({ threadId, error: String(error) }, 'could not take over a thread'));
+    const now = performance.now();
+    for (const engineId of [...this.since.keys()]) if (!live.includes(engineId)) this.since.delete(engineId);
+    for (const engineId of live) if (!this.since.has(engineId)) this.since.set(engineId, now);
+    const settled = live.filter((engineId) => engineId === this.engineId || now - this.since.get(engineId)! >= this.membership.ttlMs);
+    const strays = new Set(this.ownership.strays());
+    const toTake: Array<[number, string | undefined]> = [];
+    const toHand: number[] = [];
+    for (let shard = 0; shard < this.logStream.shards; shard++) {
+      if (this.ownership.holds(shard)) {
+        const preferred = preferredEngine(shard, settled);
+        if (preferred !== this.engineId && preferred !== undefined && this.idle(shard)) toHand.push(shard);
+        continue;
       }
-    };
-    await Promise.all(Array.from({ length: TAKE_LANES }, lane));
-    for (const [threadId, gone] of idle) {
-      if (this.stopped) return;
-      await this.ownership.clear(threadId, gone).catch((error: unknown) => this.log.warn({ threadId, error: String(error) }, 'could not clear a dead owner’s key'));
+      const backoff = this.backoff.get(shard);
+      if (backoff && backoff.until > now) continue;
+      const owner = this.ownership.ownerOf(shard);
+      if (strays.has(shard) || ((owner === null || !this.membership.isLive(owner)) && preferredEngine(shard, live) === this.engineId)) toTake.push([shard, owner ?? undefined]);
     }
-    for (const threadId of strays) {
-      if (this.stopped) return;
-      if (!open.has(threadId)) await this.ownership.forsake(threadId).catch((error: unknown) => this.log.warn({ threadId, error: String(error) }, 'could not let go of a thread'));
-    }
-    const reverting = new Set(engine.listOpenReverts().map(({ threadId }) => threadId));
-    for (const threadId of this.ownership.held()) {
-      if (this.stopped) return;
-      // Passivated by the engine (idle), with nothing open and nobody watching it here.
-      const idle = !engine.isLoaded(threadId) && !engine.summary(threadId)?.openTurnId && !reverting.has(threadId) && !this.parts!.busy(threadId);
-      if (idle) await this.ownership.release(threadId);
+    await this.inLanes(toTake, async ([shard, gone]) => {
+      if (this.stopped || this.fenced.size > 0) return;
+      try {
+        await this.ownership.take(shard, gone);
+        this.backoff.delete(shard);
+      } catch (error) {
+        const waitMs = Math.min(60_000, (this.backoff.get(shard)?.waitMs ?? RETAKE_MS / 2) * 2);
+        this.backoff.set(shard, { until: performance.now() + waitMs, waitMs });
+        this.log.warn({ shard, retryInMs: waitMs, ...errorFields(error) }, 'could not take a shard');
+      }
+    });
+    for (const shard of toHand.slice(0, HANDOVERS_PER_SWEEP)) {
+      if (this.stopped || this.fenced.size > 0) return;
+      await this.ownership.release(shard);
     }
   }
 
-  /** Leaves the cluster: requests stop coming, owned threads are let go at once (the others take what is open), the copy's position is written down. */
+  /** A shard with nothing open, nothing being written and nobody watching here: handing it on costs its next owner only a read. */
+  private idle(shard: number): boolean {
+    if (!this.ownership.serves(shard) || this.copies?.busy(shard)) return false;
+    for (const { threadId } of [...this.store.openTurns(), ...this.store.openReverts()]) if (this.shardOf(threadId) === shard) return false;
+    for (const threadId of this.touched.get(shard) ?? []) if (this.parts!.busy(threadId) || this.parts!.engine.isLoaded(threadId)) return false;
+    return true;
+  }
+
+  private async inLanes<T>(items: readonly T[], work: (item: T) => Promise<void>): Promise<void> {
+    const queue = [...items];
+    const lane = async () => {
+      for (let next = queue.shift(); next !== undefined; next = queue.shift()) await work(next);
+    };
+    await Promise.all(Array.from({ length: Math.min(TAKE_LANES, queue.length) }, lane));
+  }
+
+  /** Leaves the cluster: requests stop coming, owned shards are let go at once (the others take them), the copies' positions are written down. */
   async stop(): Promise<void> {
     this.stopped = true;
     clearInterval(this.sweeper);
-    this.relays?.unsubscribe();
+    clearInterval(this.prober);
+    for (const subscription of this.subscriptions.splice(0)) subscription.unsubscribe();
+    this.logWatch?.stop();
     await this.ownership.stop();
     await this.membership.stop();
-    await this.tailer?.stop();
+    await this.copies?.stop();
   }
 }
 

@@ -12,43 +12,70 @@ import {
   type TurnView,
   TurnloomError,
 } from '../../domain/index.ts';
-import { SEQ_STRIDE, firstSeqOf } from './placement.ts';
+import { SEQ_STRIDE, firstSeqOf, streamSeqOf } from './placement.ts';
+
+/** What the store asks of the rest of the engine's cluster side. */
+export interface ClusterStoreHooks {
+  /** Whether this engine owns the shard and its copy of it is whole: only those threads are written, listed and looked after here. */
+  serves(shard: number): boolean;
+  /** Whether the engine may append now (its membership holds): an engine that was paused or cut off must not write on a stale belief. */
+  mayAppend(): boolean;
+  /** The log moved under this engine's copy of the thread (another engine wrote it): it is read again before the next write. */
+  stale(threadId: string, why: string): void;
+  /** The folder could not be written (a full disk, say): the engine must stop serving until it can. */
+  storeFailed(error: unknown): void;
+  /** An append to the shard is under way: its copy's position waits for it. */
+  appending(shard: number): void;
+  /** That append is in the folder (`seq`), or never will be (`null`: refused, or its outcome unknown; `inFolder` false: the folder failed). */
+  appended(shard: number, seq: number | null, inFolder: boolean): void;
+}
 
 /**
  * The engine's store in a cluster: a thread's log is its subject in the
- * shared JetStream stream, and this engine's LMDB folder is its copy and
- * read model. A command is appended first, as one message (all its events
- * and its receipt), fenced by the subject's last sequence this engine knows
- * (its own mark when it took the thread, or its own last append), and only
- * once the stream acknowledged it is it written to the folder and answered.
- * A thread this engine does not own has no fence here and cannot be written;
- * a batch already in the stream (`firstSeq`, from another engine) is only
- * copied.
+ * shared JetStream stream, and this engine's LMDB folder is its copy (and
+ * read model) of the shards it owns. A command is appended first, as one
+ * message (all its events and its receipt), fenced by the subject's last
+ * sequence as this engine's copy has it, and only once the stream
+ * acknowledged it is it written to the folder and answered. Lists, open
+ * turns and reverts show only the shards this engine serves: its copy of
+ * any other is a cache of the past.
  */
 export class ClusterStore implements ThreadStore {
-  /** For each thread this engine owns: the subject's last sequence, which the next append must name. */
+  /** The subject's last sequence as this engine last read or wrote it, for threads whose copy is known whole. */
   private readonly fences = new Map<string, number>();
 
   constructor(
     readonly local: ReplicaStore,
     private readonly log: ThreadLogStream,
     private readonly engineId: string,
-    /** The stream refused this engine's append, or its outcome is unknown: this engine must take the thread again before writing it. */
-    private readonly lose: (threadId: string, why: string) => void,
+    private readonly hooks: ClusterStoreHooks,
   ) {}
 
-  /** Arms the fence of a thread this engine just took: its own mark is the subject's last message. */
+  shardOf(threadId: string): number {
+    return this.log.shardOf(threadId);
+  }
+
+  /** The thread's copy was brought up to `lastSeq`, its subject's last message. */
   fence(threadId: string, lastSeq: number): void {
     this.fences.set(threadId, lastSeq);
   }
 
-  /** The subject's last sequence as this engine, owning the thread, last wrote or marked it; `undefined` when it does not own it. */
-  fenceOf(threadId: string): number | undefined {
-    return this.fences.get(threadId);
+  /** Forgets what is known of the threads of a shard this engine no longer owns. */
+  unfenceShard(shard: number): void {
+    for (const threadId of this.fences.keys()) if (this.shardOf(threadId) === shard) this.fences.delete(threadId);
   }
 
-  unfence(threadId: string): void {
-    this.fences.delete(threadId);
+  /**
+   * The sequence an append to the thread must name: as last read or written,
+   * else its last event's message in the copy (a shard's copy is whole when
+   * it is served; a rejection after that event, which has no event, costs one
+   * refused append and a read of the thread).
+   */
+  private expectedLast(threadId: string): number {
+    const known = this.fences.get(threadId);
+    if (known !== undefined) return known;
+    const lastEvent = this.local.lastEventSeq(threadId);
+    return lastEvent === 0 ? 0 : streamSeqOf(lastEvent);
   }
 
   async commit(batch: CommitBatch): Promise<StoredEvent[]> {
@@ -56,39 +83,71 @@ export class ClusterStore implements ThreadStore {
     if (batch.events.length >= SEQ_STRIDE) {
       throw new TurnloomError('invalid_payload', `one command may write at most ${SEQ_STRIDE - 1} events in a cluster; this one wrote ${batch.events.length}`, { events: batch.events.length });
     }
+    const shard = this.shardOf(batch.threadId);
     const seq = await this.append(batch.threadId, batch.commandId, { kind: 'commit', by: this.engineId, commandId: batch.commandId, at: batch.at, events: batch.events, receipt: batch.receipt });
     try {
-      return await this.local.commit({ ...batch, firstSeq: firstSeqOf(seq) });
+      const stored = await this.local.commit({ ...batch, firstSeq: firstSeqOf(seq) });
+      this.hooks.appended(shard, seq, true);
+      return stored;
     } catch (error) {
-      // The stream holds it and this copy does not: taken again, the thread is caught up from the stream first.
-      this.lose(batch.threadId, `its copy here could not take command ${batch.commandId} in`);
-      throw error;
+      this.hooks.appended(shard, seq, false);
+      return this.lostLocally(batch.threadId, batch.commandId, error);
     }
   }
 
   async commitRejection(receipt: Extract<Receipt, { outcome: 'rejected' }>): Promise<void> {
-    await this.append(receipt.threadId, receipt.commandId, { kind: 'rejection', by: this.engineId, receipt });
-    await this.local.commitRejection(receipt);
+    const shard = this.shardOf(receipt.threadId);
+    const seq = await this.append(receipt.threadId, receipt.commandId, { kind: 'rejection', by: this.engineId, receipt });
+    try {
+      await this.local.commitRejection(receipt);
+      this.hooks.appended(shard, seq, true);
+    } catch (error) {
+      this.hooks.appended(shard, seq, false);
+      await this.lostLocally(receipt.threadId, receipt.commandId, error);
+    }
+  }
+
+  /**
+   * The stream holds the command and this folder does not: the command is
+   * durable (a retry finds its receipt wherever it lands), but this engine
+   * cannot serve from a copy that lacks it, so it stops serving, and says so.
+   */
+  private lostLocally(threadId: string, commandId: string, error: unknown): never {
+    this.fences.delete(threadId);
+    this.hooks.stale(threadId, `its copy here could not take command ${commandId} in`);
+    if (!(error instanceof TurnloomError)) this.hooks.storeFailed(error);
+    throw new TurnloomError('unavailable', `command ${commandId} is in the cluster's log, but engine ${this.engineId} could not write its copy (${error instanceof Error ? error.message : String(error)}); try again: another engine answers it`, {
+      threadId,
+      commandId,
+    });
   }
 
   private async append(threadId: string, commandId: string, record: Parameters<ThreadLogStream['append']>[1]): Promise<number> {
-    const expected = this.fences.get(threadId);
-    if (expected === undefined) throw new TurnloomError('unavailable', `engine ${this.engineId} does not own thread ${threadId} (any more); try again`, { threadId });
+    const shard = this.shardOf(threadId);
+    if (!this.hooks.serves(shard) || !this.hooks.mayAppend()) {
+      throw new TurnloomError('unavailable', `engine ${this.engineId} does not own thread ${threadId} (any more); try again`, { threadId });
+    }
+    const expected = this.expectedLast(threadId);
+    this.hooks.appending(shard);
     let appended: { seq: number; duplicate: boolean };
     try {
       appended = await this.log.append(threadId, record, expected, `${threadId}:${commandId}`);
     } catch (error) {
+      this.hooks.appended(shard, null, false);
+      this.fences.delete(threadId);
       const fenced = error instanceof TurnloomError && error.code === 'fenced';
-      this.lose(threadId, fenced ? 'the log refused its append: another engine appended to the thread' : 'an append to the log has an unknown outcome');
-      if (fenced) throw new TurnloomError('unavailable', `another engine took thread ${threadId}; try again`, { threadId });
+      this.hooks.stale(threadId, fenced ? 'the log refused its append: the thread moved on elsewhere' : 'an append to the log has an unknown outcome');
+      if (fenced) throw new TurnloomError('unavailable', `thread ${threadId} moved on in the log since this engine read it; try again`, { threadId });
       throw error;
     }
     if (appended.duplicate) {
-      // The stream has this command already, from an attempt whose answer was lost: taken again, the thread takes it in, and a retry finds its receipt.
-      this.lose(threadId, `command ${commandId} was in the log already`);
+      // The stream has this command already, from an attempt whose answer was lost: read again, the thread takes it in, and a retry finds its receipt.
+      this.hooks.appended(shard, null, false);
+      this.fences.delete(threadId);
+      this.hooks.stale(threadId, `command ${commandId} was in the log already`);
       throw new TurnloomError('unavailable', `command ${commandId} was written before; try again`, { threadId, commandId });
     }
-    if (this.fences.has(threadId)) this.fences.set(threadId, appended.seq);
+    this.fences.set(threadId, appended.seq);
     return appended.seq;
   }
 
@@ -120,8 +179,10 @@ export class ClusterStore implements ThreadStore {
     return this.local.readLog(after, limit);
   }
 
-  threadsNewestFirst(before: number | null, owner?: string | null): Iterable<ListedThread> {
-    return this.local.threadsNewestFirst(before, owner);
+  private served = ({ threadId }: { threadId: string }): boolean => this.hooks.serves(this.shardOf(threadId));
+
+  *threadsNewestFirst(before: number | null, owner?: string | null): Iterable<ListedThread> {
+    for (const listed of this.local.threadsNewestFirst(before, owner)) if (this.hooks.serves(this.shardOf(listed.summary.id))) yield listed;
   }
 
   readSummary(threadId: string): ThreadSummary | undefined {
@@ -129,11 +190,11 @@ export class ClusterStore implements ThreadStore {
   }
 
   openTurns(): Array<{ threadId: string; turnId: string }> {
-    return this.local.openTurns();
+    return this.local.openTurns().filter(this.served);
   }
 
   openReverts(): Array<{ threadId: string; revertId: string }> {
-    return this.local.openReverts();
+    return this.local.openReverts().filter(this.served);
   }
 
   expireReceipts(olderThan: number, batchSize: number): Promise<number> {

@@ -47,11 +47,18 @@ export class Membership {
   private stopped = false;
   private readonly listeners = new Set<() => void>();
 
+  /** Left on purpose (`suspend`): not renewed, and not joined again until `resume`. */
+  private suspended = false;
+
   constructor(
     private readonly bucket: CasBucket,
     private readonly options: MembershipOptions,
-    /** This engine's key lapsed: every thread it thinks it owns may be another's now. */
-    private readonly onLapsed: () => void,
+    /**
+     * This engine stopped or started counting as a member: `false` when its
+     * key lapsed (every shard it thinks it owns may be another's now), `true`
+     * when it is written again.
+     */
+    private readonly onStanding: (member: boolean) => void,
   ) {}
 
   get engineId(): string {
@@ -90,8 +97,8 @@ export class Membership {
     return () => this.listeners.delete(listener);
   }
 
-  /** Whether this engine's key was renewed within its TTL: past it, the others may count it gone. */
-  private holds(): boolean {
+  /** Whether this engine's key was renewed within its TTL: past it, the others may count it gone (and it must not write on its belief). */
+  holds(): boolean {
     return this.revision !== null && monotonic() - this.renewedAt < this.options.ttlMs;
   }
 
@@ -114,7 +121,7 @@ export class Membership {
   }
 
   private async renew(): Promise<void> {
-    if (this.stopped || this.renewing) return;
+    if (this.stopped || this.renewing || this.suspended) return;
     this.renewing = true;
     try {
       // Silent past its TTL (paused, or cut off): the others may have counted it gone, whatever the key says now.
@@ -127,15 +134,34 @@ export class Membership {
         this.renewedAt = sentAt;
         return;
       }
-      if (this.revision !== null) this.options.log.warn({ engineId: this.options.engineId, silentMs: Math.round(monotonic() - this.renewedAt) }, 'membership lapsed: letting go of every thread');
-      this.revision = null;
-      this.onLapsed();
+      if (this.revision !== null) {
+        this.options.log.warn({ engineId: this.options.engineId, silentMs: Math.round(monotonic() - this.renewedAt) }, 'membership lapsed: letting go of every shard');
+        this.revision = null;
+        this.onStanding(false);
+      }
       await this.join();
+      this.options.log.info({ engineId: this.options.engineId }, 'membership written again');
+      this.onStanding(true);
     } catch (error) {
       this.options.log.warn({ error: error instanceof Error ? error.message : String(error) }, 'could not renew membership');
     } finally {
       this.renewing = false;
     }
+  }
+
+  /** Leaves the cluster for now (this engine cannot serve: its disk failed, say): the others count it gone at once. */
+  async suspend(): Promise<void> {
+    this.suspended = true;
+    const revision = this.revision;
+    this.revision = null;
+    if (revision !== null) await this.bucket.delete(this.options.engineId, revision).catch(() => false);
+  }
+
+  /** Joins again after `suspend`; throws when the bucket cannot be written yet. */
+  async resume(): Promise<void> {
+    if (!this.suspended) return;
+    await this.join();
+    this.suspended = false;
   }
 
   /** One watch of the bucket for as long as the engine runs: followed again, after a growing wait, whenever it ends. */

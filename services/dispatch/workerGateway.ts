@@ -67,6 +67,8 @@ export interface WorkerGatewayOptions {
    * workers' hellos are told to every engine.
    */
   cluster?: { engineId: string; router: RequestRouting; owns(threadId: string): boolean };
+  /** Headers every answer carries (see `AnswerOptions.headers`). */
+  answerHeaders?: Readonly<Record<string, string>>;
   log?: Logger;
 }
 
@@ -83,12 +85,16 @@ interface HeldLease {
   workerId: string;
   token: number;
   expiresAt: number;
+  /** When the lease was granted (the engine's clock): a heartbeat that leaves it out this long after does not run it. */
+  since: number;
 }
 
 const leaseKey = (threadId: string, turnId: string) => `${threadId}/${turnId}`;
 
 export const DEFAULT_MAX_RUNNING_TURNS = 500;
 export const DEFAULT_MAX_WAITING_TURNS = 5_000;
+/** How long after a lease was granted a heartbeat that leaves it out says the worker does not run it (far more than a claim's answer takes, and clocks' skew). */
+const UNRUN_AFTER_MS = 3_000;
 /** What an `overloaded` answer suggests waiting: about the time a slot takes to free at the default limits. */
 const OVERLOADED_RETRY_MS = 1_000;
 
@@ -125,7 +131,10 @@ export class WorkerGateway {
   private readonly reverts = new Map<string, Promise<RevertAnswer>>();
   private readonly inflight: Inflight;
   private readonly log: Logger;
-  private readonly options: Required<Omit<WorkerGatewayOptions, 'cluster' | 'log'>>;
+  private readonly options: Required<Omit<WorkerGatewayOptions, 'cluster' | 'log' | 'answerHeaders'>>;
+  private readonly answerHeaders: Readonly<Record<string, string>>;
+  /** The queue group's subscriptions, apart: `pauseIntake` leaves them for the others of the group. */
+  private intake: BusSubscription[] = [];
   private readonly cluster: WorkerGatewayOptions['cluster'];
   private readonly subscriptions: BusSubscription[] = [];
   private unsubscribe: (() => void) | undefined;
@@ -151,8 +160,9 @@ export class WorkerGateway {
   ) {
     const leaseTimeoutMs = options.leaseTimeoutMs ?? 10_000;
     // Several heartbeats fit in a lease, so one lost message does not lose it.
-    const { cluster, log, ...rest } = options;
+    const { cluster, log, answerHeaders, ...rest } = options;
     this.log = log ?? silentLogger;
+    this.answerHeaders = answerHeaders ?? {};
     this.inflight = new Inflight('workers', this.log);
     this.cluster = cluster;
     this.options = {
@@ -186,10 +196,7 @@ export class WorkerGateway {
       })
       .then(() => this.expire(gone, (lease) => `the process of worker ${lease.workerId} is gone`))
       .catch((error: unknown) => this.log.error(errorFields(error), 'workers: could not read the open turns'));
-    const router = this.cluster?.router;
-    this.subscriptions.push(
-      this.bus.subscribe(this.subjects.workerAll, (message) => this.inflight.track(router ? router.route(message, (routed) => this.handle(routed)) : this.handle(message)), { queue: WORKER_QUEUE_GROUP }),
-    );
+    this.resumeIntake();
     if (this.cluster) this.subscriptions.push(this.bus.subscribe(this.subjects.engineCast('hello'), (message) => this.heardElsewhere(message)));
     this.ticker = setInterval(() => this.tick(), Math.min(1_000, this.options.heartbeatMs));
     this.ticker.unref();
@@ -210,9 +217,22 @@ export class WorkerGateway {
       return undefined;
     }
     if (this.leases.has(leaseKey(threadId, turn.id))) return undefined;
-    const held = { threadId, turnId: turn.id, workerId: lease.workerId, token: lease.token, expiresAt: this.options.now() + this.options.leaseTimeoutMs };
+    const held = { threadId, turnId: turn.id, workerId: lease.workerId, token: lease.token, expiresAt: this.options.now() + this.options.leaseTimeoutMs, since: lease.since };
     this.leases.set(leaseKey(threadId, turn.id), held);
     return lease.process && this.options.processGone(lease.process) ? held : undefined;
+  }
+
+  /** Stops taking worker requests from the queue group, so the bus hands them to the other engines (see `ApiServer.pauseIntake`). */
+  pauseIntake(): void {
+    for (const subscription of this.intake.splice(0)) subscription.unsubscribe();
+  }
+
+  /** Takes worker requests from the queue group again (and on `start`). */
+  resumeIntake(): void {
+    if (this.intake.length > 0) return;
+    const router = this.cluster?.router;
+    const receive = (message: BusMessage) => this.inflight.track(router ? router.route(message, (routed) => this.handle(routed)) : this.handle(message));
+    this.intake = this.subjects.workerAll.map((subject) => this.bus.subscribe(subject, receive, { queue: WORKER_QUEUE_GROUP }));
   }
 
   private owns(threadId: string): boolean {
@@ -313,7 +333,7 @@ export class WorkerGateway {
     // A write of a turn that runs in a trace: the engine's part of it joins the trace.
     const traced = message.headers[TRACEPARENT_HEADER];
     const span = traced && addressed ? tracer.startSpan(`turnloom.worker.${addressed.method}`, { kind: SpanKind.SERVER, attributes: { 'turnloom.worker.environment': addressed.environment } }, contextOf(traced)) : undefined;
-    const code = await answerRequest(this.bus, message, { maxPayload: this.options.maxPayloadBytes, label: 'workers', mayReplyTo: this.options.mayReplyTo, answerTo, log: this.log }, (body) => {
+    const code = await answerRequest(this.bus, message, { maxPayload: this.options.maxPayloadBytes, label: 'workers', mayReplyTo: this.options.mayReplyTo, answerTo, log: this.log, headers: this.answerHeaders }, (body) => {
       if (!addressed) throw new TurnloomError('not_found', `${message.subject} is not <prefix>.v1.worker.<environment>.<method>`, { subject: message.subject });
       return this.dispatch(addressed.environment, addressed.method, body, message.reply!);
     });
@@ -382,6 +402,7 @@ export class WorkerGateway {
     const arrived = this.registry.heard(hello, now);
     if (arrived) this.log.info({ workerId: hello.workerId, environment, host: hello.host, pid: hello.pid, capacity: hello.capacity }, 'worker joined');
     const leases = hello.running.map(({ threadId, turnId, token }) => ({ threadId, turnId, token, held: this.renewHeld(environment, hello.workerId, threadId, turnId, token, now) }));
+    this.expireUnrun(hello, now);
     if (this.cluster) this.bus.publish(this.subjects.engineCast('hello'), encode({ from: this.cluster.engineId, environment, hello } satisfies HelloCast, JSON_TYPE));
     // A worker that just came (or came back) hears at once what waits in its environment.
     if (arrived) this.offerWaiting(hello.environment).catch((error: unknown) => this.log.error(errorFields(error), 'workers: could not offer waiting turns'));
@@ -408,6 +429,21 @@ export class WorkerGateway {
     return lease?.token === token && lease.workerId === workerId;
   }
 
+  /**
+   * Expires at once the leases this engine keeps for the worker that its
+   * heartbeat does not name, well after they were granted: the answer to
+   * its claim never reached it (the engine that granted it was cut off or
+   * died as it answered), so it does not run the turn, and waiting for the
+   * lease's timeout would only hold the turn up. Its writes under such a
+   * lease would be fenced anyway.
+   */
+  private expireUnrun(hello: Hello, now: number): void {
+    const named = new Set(hello.running.map(({ threadId, turnId }) => leaseKey(threadId, turnId)));
+    const unrun = [...this.leases].filter(([key, lease]) => lease.workerId === hello.workerId && !named.has(key) && now - lease.since > UNRUN_AFTER_MS).map(([, lease]) => lease);
+    if (unrun.length === 0) return;
+    this.expire(unrun, (lease) => `worker ${lease.workerId} does not run it (its heartbeat does not name it): the answer to its claim was lost`).catch((error: unknown) => this.log.error(errorFields(error), 'workers: could not expire a lease'));
+  }
+
   /** A worker's hello another engine of the cluster served: this one hears the worker, and renews the leases it keeps for it. */
   private heardElsewhere(message: BusMessage): void {
     let cast: HelloCast;
@@ -422,6 +458,7 @@ export class WorkerGateway {
     if (cast.hello.environment !== cast.environment) return;
     const arrived = this.registry.heard(cast.hello, now);
     for (const { threadId, turnId, token } of cast.hello.running) this.renewHeld(cast.environment, cast.hello.workerId, threadId, turnId, token, now);
+    this.expireUnrun(cast.hello, now);
     if (arrived) this.offerWaiting(cast.environment).catch((error: unknown) => this.log.error(errorFields(error), 'workers: could not offer waiting turns'));
   }
 
@@ -525,6 +562,7 @@ export class WorkerGateway {
             workerId: event.workerId,
             token: event.token,
             expiresAt: this.options.now() + this.options.leaseTimeoutMs,
+            since: this.options.now(),
           });
           break;
         case 'turn.leaseLost':
@@ -674,6 +712,7 @@ export class WorkerGateway {
   };
 
   async stop(): Promise<void> {
+    this.pauseIntake();
     for (const subscription of this.subscriptions.splice(0)) subscription.unsubscribe();
     this.unsubscribe?.();
     clearInterval(this.ticker);

@@ -10,6 +10,7 @@ export type TurnOutcome = { kind: 'interrupted'; cause: InterruptCause; reason: 
 
 export type { CommandResult } from '../../protocol/apiResults.ts';
 import { createHash } from 'node:crypto';
+import { colocatedThreadId } from '../../domain/index.ts';
 import { SYSTEM_COMMAND_PREFIX } from '../../protocol/apiSchemas.ts';
 
 /**
@@ -220,8 +221,12 @@ export type CommandType = Command['type'];
  */
 export const derivedId = (kind: string, from: string) => `${kind}_${createHash('sha256').update(from).digest('hex').slice(0, 24)}`;
 
-/** The child thread of a delegated call: named after the parent thread and the call, so a call taken up again finds the child it has. */
-export const childThreadIdOf = (threadId: string, toolCallId: string): string => derivedId('thr', `${threadId}/${toolCallId}`);
+/**
+ * The child thread of a delegated call: named after the parent thread and
+ * the call, so a call taken up again finds the child it has, and in the
+ * parent's shard, so one engine of a cluster holds a whole tree of threads.
+ */
+export const childThreadIdOf = (threadId: string, toolCallId: string): string => colocatedThreadId(derivedId('thr', `${threadId}/${toolCallId}`), threadId);
 
 /** The turn a child thread runs for its parent's call: named after the child, so making it twice makes it once. */
 export const childTurnIdOf = (childThreadId: string): string => derivedId('turn', `${childThreadId}/task`);

@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { MSGPACK, type Subjects, decode, encode } from '../../bus/index.ts';
-import { type Bus, type ErrorBody, TurnloomError } from '../../domain/index.ts';
+import { type Bus, BusError, type BusMessage, type ErrorBody, TurnloomError } from '../../domain/index.ts';
+import { EngineAddresses, nextAttemptMs } from '../../protocol/engineAddress.ts';
 import type { WorkerMethod } from '../dispatch/workerProtocol.ts';
 
 /** Answers that say "not now" (the engine is away, restarting, or the bus is reconnecting), as opposed to "no". */
@@ -14,6 +15,8 @@ export const isTransient = (error: unknown): boolean => error instanceof Turnloo
  * the engine answers (yes or no) or the signal stops it.
  */
 export class WorkerLink {
+  private readonly addresses = new EngineAddresses();
+
   constructor(
     private readonly bus: Bus,
     private readonly subjects: Subjects,
@@ -22,17 +25,47 @@ export class WorkerLink {
      * Every worker write is answered in milliseconds, and a retry of one is
      * safe (the engine answers it from its receipt, or joins the run of the
      * same command in flight); a request whose engine died on it is never
-     * answered, so a short wait is what bounds how long a turn stalls when
-     * that engine goes (a cluster's owner, killed).
+     * answered, so short waits are what bound how long a turn stalls when
+     * that engine goes (a cluster's owner, killed, frozen or cut off): the
+     * first attempt waits a second, each next one twice as long, within this.
      */
     private readonly timeoutMs = 4_000,
   ) {}
 
+  /**
+   * One request, to the engine of a cluster that last answered for its
+   * thread when there is one (see `protocol/engineAddress.ts`), else through
+   * the environment's shared subject; silence is asked again there.
+   */
   async call<T>(method: WorkerMethod, body: object, headers: Record<string, string> = {}): Promise<T> {
-    const reply = await this.bus.request(this.subjects.worker(this.environment, method), encode(body, MSGPACK), { headers: { ...headers, 'content-type': MSGPACK }, timeoutMs: this.timeoutMs });
-    const answer = decode(reply.data, reply.headers['content-type'] === 'application/json' ? 'application/json' : MSGPACK) as { result: T } | { error: ErrorBody };
-    if ('error' in answer) throw TurnloomError.fromJSON(answer.error);
-    return answer.result;
+    const threadId = 'threadId' in body && typeof body.threadId === 'string' ? body.threadId : undefined;
+    const data = encode(body, MSGPACK);
+    const deadline = performance.now() + this.timeoutMs;
+    for (let attempt = 0; ; attempt++) {
+      const engineId = this.addresses.of(threadId);
+      const subject = engineId ? this.subjects.workerAt(this.environment, engineId, method) : this.subjects.worker(this.environment, method);
+      let reply: BusMessage;
+      try {
+        reply = await this.bus.request(subject, data, { headers: { ...headers, 'content-type': MSGPACK }, timeoutMs: nextAttemptMs(attempt, deadline - performance.now()) });
+      } catch (error) {
+        this.addresses.forget(threadId);
+        const again = engineId !== undefined || (error instanceof BusError && error.kind === 'timeout');
+        if (!again || deadline - performance.now() <= 0) throw error;
+        continue;
+      }
+      const answer = decode(reply.data, reply.headers['content-type'] === 'application/json' ? 'application/json' : MSGPACK) as { result: T } | { error: ErrorBody };
+      if ('error' in answer) {
+        const error = TurnloomError.fromJSON(answer.error);
+        // The engine addressed no longer serves the thread: the shared subject finds the one that does.
+        if (engineId !== undefined && error.code === 'unavailable' && deadline - performance.now() > 0) {
+          this.addresses.forget(threadId);
+          continue;
+        }
+        throw error;
+      }
+      this.addresses.learn(threadId, reply.headers);
+      return answer.result;
+    }
   }
 
   /** A request whose answer nobody waits for: no timer is left behind. */

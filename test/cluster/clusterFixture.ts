@@ -5,7 +5,9 @@ import { DeliverPolicy, jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { Packr } from 'msgpackr';
 import { NatsBus } from '../../bus/natsBus.ts';
 import { TurnloomClient } from '../../client/index.ts';
-import type { TurnView } from '../../domain/index.ts';
+import type { NatsConnection } from '@nats-io/transport-node';
+import { subjects } from '../../bus/index.ts';
+import { type TurnView, shardOf } from '../../domain/index.ts';
 import { type CliProcess, runCli } from '../support/cliProcess.ts';
 import type { NatsClusterHandle } from '../support/natsCluster.ts';
 import { tempDir } from '../support/tempDir.ts';
@@ -45,9 +47,10 @@ export class TestCluster {
     return path;
   }
 
-  async startEngine(data = `engine${this.engines.length + 1}`): Promise<ClusterEngine> {
-    const path = join(this.dir.path, data);
-    const process = runCli(['serve', '--nats', this.nats.url, '--cluster', '--no-worker', '--prefix', this.prefix, '--data', path]);
+  /** An engine as `turnloom serve --cluster` starts it; `nats` (default: every node) and `path` (default: a folder of the test's) say where it connects and keeps its copy. */
+  async startEngine(data = `engine${this.engines.length + 1}`, where: { nats?: string; path?: string } = {}): Promise<ClusterEngine> {
+    const path = where.path ?? join(this.dir.path, data);
+    const process = runCli(['serve', '--nats', where.nats ?? this.nats.url, '--cluster', '--no-worker', '--prefix', this.prefix, '--data', path]);
     await process.waitFor(/cluster: engine (e\w+) of/, 60_000);
     const engine: ClusterEngine = { process, engineId: /cluster: engine (e\w+) of/.exec(process.output())![1]!, pid: process.child.pid!, data: path };
     this.engines.push(engine);
@@ -81,10 +84,15 @@ export class TestCluster {
     return bus.connection;
   }
 
-  /** The engine the ownership bucket names for the thread. */
+  /** The shard the cluster's log puts the thread in (its count read from the stream, as every engine reads it). */
+  async shardOf(threadId: string): Promise<number> {
+    return shardOfIn(await this.connection(), this.prefix, threadId);
+  }
+
+  /** The engine the ownership bucket names for the thread's shard. */
   async ownerOf(threadId: string): Promise<ClusterEngine | undefined> {
     const kv = await new Kvm(await this.connection()).open(`TURNLOOM_${this.prefix}_OWNERS`);
-    const owner = (await kv.get(threadId))?.string();
+    const owner = (await kv.get(`s${await this.shardOf(threadId)}`))?.string();
     return this.engines.find((engine) => engine.engineId === owner);
   }
 
@@ -94,7 +102,7 @@ export class TestCluster {
     const js = jetstream(nc);
     const stream = `TURNLOOM_${this.prefix}_LOG`;
     const last = (await (await jetstreamManager(nc)).streams.info(stream)).state.last_seq;
-    const consumer = await js.consumers.get(stream, { filter_subjects: `${this.prefix}.v1.log.${threadId}`, deliver_policy: DeliverPolicy.All });
+    const consumer = await js.consumers.get(stream, { filter_subjects: subjects(this.prefix).log(await this.shardOf(threadId), threadId), deliver_policy: DeliverPolicy.All });
     const messages: Array<{ seq: number; kind: string; by: string }> = [];
     for (;;) {
       const batch = await consumer.fetch({ max_messages: 256, expires: 1_000 });
@@ -124,6 +132,12 @@ export class TestCluster {
     await this.stopAll();
     this.dir.remove();
   }
+}
+
+/** The thread's shard in the log of a cluster on `prefix`: the count is the stream's, written in its description. */
+export async function shardOfIn(nc: NatsConnection, prefix: string, threadId: string): Promise<number> {
+  const description = (await (await jetstreamManager(nc)).streams.info(`TURNLOOM_${prefix}_LOG`)).config.description ?? '';
+  return shardOf(threadId, Number(/^turnloom log: (\d+) shards/.exec(description)![1]));
 }
 
 export const settledStates = new Set(['completed', 'failed', 'interrupted']);

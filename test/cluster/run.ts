@@ -58,7 +58,7 @@ The cluster is up. Reach it on any of its NATS servers:
   and start a thread and a turn through another:
     nats --server ${nats.urls[2]} req ${prefix}.v1.api.thread.create '{"threadId":"demo","mode":"full"}'
     nats --server ${nats.urls[2]} req ${prefix}.v1.api.turn.start '{"threadId":"demo","input":{"text":"list the files"}}'
-  kill -9 an engine (its pid is above) while a turn runs, and watch another take its threads within seconds.
+  kill -9 an engine (its pid is above) while a turn runs, and watch the others take its shards within seconds.
 Ctrl-C stops everything and removes ${root}.`);
   await new Promise<void>((resolveStop) => {
     process.once('SIGINT', resolveStop);

@@ -74,10 +74,16 @@ interface Link {
   down: Pipe;
 }
 
-/** RST when the socket is connected; a socket still connecting is simply destroyed. */
+/**
+ * RST when the socket is connected; a socket still connecting, or already
+ * half closed (a FIN went or came), is simply destroyed: Node 20's
+ * `resetAndDestroy` on a half-closed socket sometimes never emits 'close'
+ * (seen here: destroyed, closed, and no event), which would leave `close()`
+ * waiting for ever.
+ */
 function reset(socket: Socket | null): void {
   if (!socket || socket.destroyed) return;
-  if (socket.connecting) socket.destroy();
+  if (socket.connecting || socket.writableEnded || socket.readableEnded) socket.destroy();
   else socket.resetAndDestroy();
 }
 
