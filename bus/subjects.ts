@@ -81,8 +81,12 @@ export interface Subjects {
   engineRelay(engineId: string, tail: string): string;
   /** Every request passed on to one engine: `<p>.v1.engine.<engineId>.relay.>`. */
   engineRelayAll(engineId: string): string;
-  /** Engines of a cluster only: what one engine tells all the others (a worker's hello, a dropped watch): `<p>.v1.engine.cast.<kind>`. */
-  engineCast(kind: 'hello' | 'unwatch'): string;
+  /**
+   * Engines of a cluster only: what one engine tells all the others (a
+   * worker's hello, a dropped watch, threads it may have written after it
+   * lost their shards): `<p>.v1.engine.cast.<kind>`.
+   */
+  engineCast(kind: 'hello' | 'unwatch' | 'reread'): string;
   /** The part of a subject after `<p>.v1.` (`api.thread.get`), or `undefined` when it is not under the prefix. */
   tailOf(subject: string): string | undefined;
   /**

@@ -1,5 +1,5 @@
 import { AckPolicy, type Consumer, DeliverPolicy, type JetStreamClient, type JetStreamManager, JetStreamApiError, jetstream, jetstreamManager } from '@nats-io/jetstream';
-import { type NatsConnection, headers, nanos, nuid } from '@nats-io/transport-node';
+import { type NatsConnection, nanos, nuid } from '@nats-io/transport-node';
 import { Packr } from 'msgpackr';
 import { type DomainEvent, MAX_SHARDS, type Receipt, TurnloomError, shardOf } from '../../domain/index.ts';
 import { JETSTREAM_TIMEOUT_MS } from './casBucket.ts';
@@ -13,21 +13,6 @@ import { JETSTREAM_TIMEOUT_MS } from './casBucket.ts';
 export type LogRecord =
   | { kind: 'commit'; by: string; commandId: string; at: number; events: Array<{ threadSeq: number; event: DomainEvent }>; receipt: Receipt }
   | { kind: 'rejection'; by: string; receipt: Extract<Receipt, { outcome: 'rejected' }> };
-
-/** What a watch of the stream sees of each message: its place, its thread, and who appended it. */
-export interface LogHeader {
-  seq: number;
-  threadId: string;
-  shard: number;
-  by: string;
-}
-
-/** A watch of the whole stream's headers, until stopped. */
-export interface LogWatch {
-  stop(): void;
-  /** Settles when the watch ends (stopped, or the connection closed). */
-  done: Promise<void>;
-}
 
 /** A record as the stream holds it: its place in the stream, and the thread whose subject it is on. */
 export interface LogMessage {
@@ -59,9 +44,6 @@ export interface LogStreamInfo {
 
 /** JetStream's code for an append whose expected last subject sequence is not the subject's: another writer got there first. */
 const WRONG_LAST_SEQUENCE = 10071;
-
-/** Who appended a message, in its headers: engines watching the stream read only the headers. */
-const BY_HEADER = 'Turnloom-By';
 
 /** A read's consumer its engine stopped fetching from (it died mid-read) is deleted by the server after this long. */
 const READ_IDLE_MS = 30_000;
@@ -167,9 +149,7 @@ export class ThreadLogStream {
    */
   async append(threadId: string, record: LogRecord, expectedLast: number, msgId: string): Promise<{ seq: number; duplicate: boolean }> {
     try {
-      const tagged = headers();
-      tagged.set(BY_HEADER, record.by);
-      const ack = await this.js.publish(this.subjectOf(threadId), codec.pack(record), { msgID: msgId, expect: { lastSubjectSequence: expectedLast }, timeout: APPEND_TIMEOUT_MS, headers: tagged });
+      const ack = await this.js.publish(this.subjectOf(threadId), codec.pack(record), { msgID: msgId, expect: { lastSubjectSequence: expectedLast }, timeout: APPEND_TIMEOUT_MS });
       return { seq: ack.seq, duplicate: ack.duplicate };
     } catch (error) {
       if (error instanceof JetStreamApiError && error.code === WRONG_LAST_SEQUENCE) {
@@ -250,28 +230,6 @@ export class ThreadLogStream {
     } finally {
       await consumer.delete().catch(() => false);
     }
-  }
-
-  /**
-   * Every message appended after `after`, as it comes, headers only (a
-   * hundred bytes each, whatever the message holds): one consumer for the
-   * engine's life, which picks up where it was after a reconnect.
-   */
-  async watch(after: number, onHeader: (header: LogHeader) => void): Promise<LogWatch> {
-    let messages;
-    try {
-      const consumer = await this.js.consumers.get(this.name, { headers_only: true, deliver_policy: DeliverPolicy.StartSequence, opt_start_seq: after + 1 });
-      messages = await consumer.consume({ max_messages: 1_024 });
-    } catch (error) {
-      throw unavailable('watching the log stream', error);
-    }
-    const done = (async () => {
-      for await (const message of messages) {
-        const threadId = this.threadOf(message.subject);
-        onHeader({ seq: message.seq, threadId, shard: this.shardOf(threadId), by: message.headers?.get(BY_HEADER) ?? '' });
-      }
-    })();
-    return { stop: () => void messages.stop(), done };
   }
 
   async info(): Promise<LogStreamInfo> {

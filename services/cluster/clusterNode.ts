@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { NatsConnection } from '@nats-io/transport-node';
-import { CasBucket, type LogHeader, type LogWatch, ThreadLogStream } from '../../adapters/jetstream/index.ts';
-import { type Subjects, assertId } from '../../bus/index.ts';
+import { CasBucket, ThreadLogStream } from '../../adapters/jetstream/index.ts';
+import { JSON_TYPE, type Subjects, assertId, decode, encode } from '../../bus/index.ts';
 import { type Bus, type BusSubscription, type Logger, type ReplicaStore, TurnloomError, errorFields, silentLogger } from '../../domain/index.ts';
 import type { Engine } from '../engine/engine.ts';
 import { ClusterStore } from './clusterStore.ts';
@@ -70,6 +70,8 @@ const RETAKE_MS = 1_000;
 /** How often a store that failed is tried again. */
 const PROBE_MS = 2_000;
 const DEFAULT_SHARDS = 64;
+/** A late write's owner is told again after this long: an append JetStream still held the first time has landed by then. */
+const REREAD_AGAIN_MS = 5_000;
 const deploymentName = (prefix: string) => prefix.replace(/[^A-Za-z0-9_-]/g, '_');
 
 /**
@@ -92,7 +94,6 @@ export class ClusterNode implements Placement {
   private copies: ShardCopies | undefined;
   private parts: ClusterParts | undefined;
   private subscriptions: BusSubscription[] = [];
-  private logWatch: LogWatch | undefined;
   private sweeper: NodeJS.Timeout | undefined;
   private sweeping = false;
   private stopped = false;
@@ -101,6 +102,9 @@ export class ClusterNode implements Placement {
   private prober: NodeJS.Timeout | undefined;
   /** Threads whose copy the log moved past (another engine wrote them): read again before they are served. */
   private readonly stale = new Set<string>();
+  /** Threads this engine wrote, or may have, after it stopped serving their shard: their owners are told, once this engine is heard again. */
+  private readonly lateWrites = new Set<string>();
+  private telling: NodeJS.Timeout | undefined;
   /** Threads this engine took up or served, by shard: what it lets go of with the shard. */
   private readonly touched = new Map<number, Set<string>>();
   /** Shards whose take failed, and when they may be tried again. */
@@ -126,6 +130,10 @@ export class ClusterNode implements Placement {
         this.stale.add(threadId);
       },
       storeFailed: (error) => this.storeFailed(error),
+      wroteLate: (threadId) => {
+        this.lateWrites.add(threadId);
+        if (this.fenced.size === 0) this.tellLateWrites();
+      },
       appending: (shard) => this.copies?.appending(shard),
       appended: (shard, seq, inFolder) => this.copies?.appended(shard, seq, inFolder),
     });
@@ -180,9 +188,7 @@ export class ClusterNode implements Placement {
     this.parts = parts;
     this.copies = new ShardCopies(this.logStream, parts.engine, this.options.local, { engineId: this.engineId, source: this.source }, this.log, (error) => this.storeFailed(error));
     this.copies.start();
-    const { lastSeq } = await persist(() => this.logStream.info());
-    this.logWatch = await persist(() => this.logStream.watch(lastSeq, (header) => this.heard(header)));
-    this.subscriptions = this.router.serveAddressed(parts.serve);
+    this.subscriptions = [...this.router.serveAddressed(parts.serve), this.options.bus.subscribe(this.options.subjects.engineCast('reread'), (message) => this.heardLateWrites(message.data))];
     await this.options.bus.flush();
     await persist(() => this.membership.start());
     await this.ownership.start();
@@ -328,17 +334,43 @@ export class ClusterNode implements Placement {
   }
 
   /**
-   * A message appended by another engine: on a shard this one owns, it was
-   * written by an engine that still believed it owned the shard (paused,
-   * or cut off, and not yet told). It is a valid write (the thread's fence
-   * let it in), so the thread is read again and what it opened is taken up.
+   * Tells the owners of the threads this engine wrote, or may have, after it
+   * stopped serving their shards (appends on their way while it was paused
+   * or cut off land when the link heals). Such a write is valid (its
+   * thread's fence let it in), but its shard's owner never follows the log:
+   * it reads those threads again and takes up what the writes opened. Told
+   * twice, 5 s apart: an append still in JetStream's hands the first time
+   * has landed by the second.
    */
-  private heard({ threadId, shard, by }: LogHeader): void {
-    if (by === this.engineId || !this.ownership.holds(shard)) return;
-    this.log.warn({ threadId, shard, by }, 'another engine wrote a thread of a shard this one owns: reading it again');
-    this.copies?.foreign(shard);
-    this.stale.add(threadId);
-    void this.prepare(threadId).catch((error: unknown) => this.log.warn({ threadId, ...errorFields(error) }, 'could not read a thread again'));
+  private tellLateWrites(): void {
+    if (this.telling || this.lateWrites.size === 0) return;
+    const threadIds = [...this.lateWrites];
+    const tell = () => this.options.bus.publish(this.options.subjects.engineCast('reread'), encode({ from: this.engineId, threadIds }, JSON_TYPE));
+    tell();
+    this.telling = setTimeout(() => {
+      this.telling = undefined;
+      tell();
+      for (const threadId of threadIds) this.lateWrites.delete(threadId);
+      this.tellLateWrites();
+    }, REREAD_AGAIN_MS);
+  }
+
+  /** Another engine wrote threads of shards this one may own now, after it lost them: each is read again. */
+  private heardLateWrites(data: Uint8Array): void {
+    let told: { from?: unknown; threadIds?: unknown };
+    try {
+      told = decode(data, JSON_TYPE) as typeof told;
+    } catch {
+      return;
+    }
+    if (told.from === this.engineId || !Array.isArray(told.threadIds)) return;
+    for (const threadId of told.threadIds) {
+      if (typeof threadId !== 'string' || !this.ownership.holds(this.shardOf(threadId))) continue;
+      this.log.warn({ threadId, by: told.from }, 'another engine wrote a thread of a shard this one owns: reading it again');
+      this.copies?.foreign(this.shardOf(threadId));
+      this.stale.add(threadId);
+      void this.prepare(threadId).catch((error: unknown) => this.log.warn({ threadId, ...errorFields(error) }, 'could not read a thread again'));
+    }
   }
 
   // ---------------------------------------------------------------- serving or not
@@ -358,6 +390,7 @@ export class ClusterNode implements Placement {
     if (!this.fenced.delete(why) || this.fenced.size > 0 || this.stopped) return;
     this.log.info({ engineId: this.engineId }, 'engine serves again');
     this.parts?.intake.resume();
+    this.tellLateWrites();
     this.sweep();
   }
 
@@ -442,7 +475,7 @@ export class ClusterNode implements Placement {
   private idle(shard: number): boolean {
     if (!this.ownership.serves(shard) || this.copies?.busy(shard)) return false;
     for (const { threadId } of [...this.store.openTurns(), ...this.store.openReverts()]) if (this.shardOf(threadId) === shard) return false;
-    for (const threadId of this.touched.get(shard) ?? []) if (this.parts!.busy(threadId) || this.parts!.engine.isLoaded(threadId)) return false;
+    for (const threadId of this.touched.get(shard) ?? []) if (this.parts!.busy(threadId)) return false;
     return true;
   }
 
@@ -459,8 +492,8 @@ export class ClusterNode implements Placement {
     this.stopped = true;
     clearInterval(this.sweeper);
     clearInterval(this.prober);
+    clearTimeout(this.telling);
     for (const subscription of this.subscriptions.splice(0)) subscription.unsubscribe();
-    this.logWatch?.stop();
     await this.ownership.stop();
     await this.membership.stop();
     await this.copies?.stop();

@@ -22,6 +22,12 @@ export interface ClusterStoreHooks {
   mayAppend(): boolean;
   /** The log moved under this engine's copy of the thread (another engine wrote it): it is read again before the next write. */
   stale(threadId: string, why: string): void;
+  /**
+   * An append to the thread landed, or may yet land, after this engine
+   * stopped serving its shard (it was paused or cut off while the append
+   * was on its way): the shard's owner now must read the thread again.
+   */
+  wroteLate(threadId: string): void;
   /** The folder could not be written (a full disk, say): the engine must stop serving until it can. */
   storeFailed(error: unknown): void;
   /** An append to the shard is under way: its copy's position waits for it. */
@@ -136,6 +142,7 @@ export class ClusterStore implements ThreadStore {
       this.hooks.appended(shard, null, false);
       this.fences.delete(threadId);
       const fenced = error instanceof TurnloomError && error.code === 'fenced';
+      if (!fenced) this.hooks.wroteLate(threadId);
       this.hooks.stale(threadId, fenced ? 'the log refused its append: the thread moved on elsewhere' : 'an append to the log has an unknown outcome');
       if (fenced) throw new TurnloomError('unavailable', `thread ${threadId} moved on in the log since this engine read it; try again`, { threadId });
       throw error;
@@ -148,6 +155,7 @@ export class ClusterStore implements ThreadStore {
       throw new TurnloomError('unavailable', `command ${commandId} was written before; try again`, { threadId, commandId });
     }
     this.fences.set(threadId, appended.seq);
+    if (!this.hooks.serves(shard) || !this.hooks.mayAppend()) this.hooks.wroteLate(threadId);
     return appended.seq;
   }
 

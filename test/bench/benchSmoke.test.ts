@@ -45,9 +45,9 @@ describe('npm run bench, smoke', () => {
     expectFigures(figures, ['durable1', 'durable32']);
   });
 
-  it('cluster: one engine on LMDB, one on JetStream R1, three on a 3-node nats-server cluster (R3)', { timeout: 180_000 }, async () => {
+  it('cluster: one engine on LMDB, one on JetStream R1, one and three on a 3-node nats-server cluster (R3)', { timeout: 180_000 }, async () => {
     const figures = await clusterSuite.run({ smoke: true });
-    expectFigures(figures, ['clusterStartLmdb', 'clusterCommitLmdb', 'clusterStartR1', 'clusterCommitR1', 'clusterStartR3x3', 'clusterCommitR3x3', 'clusterCpuR1', 'clusterCpuR3x3', 'clusterConsumersIdle', 'clusterTakeover']);
+    expectFigures(figures, ['clusterStartLmdb', 'clusterCommitLmdb', 'clusterStartR1', 'clusterCommitR1', 'clusterStartR3x1', 'clusterCommitR3x1', 'clusterStartR3x3', 'clusterCommitR3x3', 'clusterCpuR1', 'clusterCpuR3x1', 'clusterCpuR3x3', 'clusterConsumersIdle', 'clusterTakeover']);
   });
 
   it('run.ts --smoke --json engine: stdout is one JSON object of figures', async () => {

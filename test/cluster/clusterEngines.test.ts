@@ -15,6 +15,7 @@ import { type TurnloomServer, startTurnloomServer } from '../../services/turnloo
 import { ScriptedProvider } from '../../adapters/providers/scriptedProvider.ts';
 import { Worker } from '../../services/worker/worker.ts';
 import { tempDir } from '../support/tempDir.ts';
+import { preferredEngine } from '../../services/cluster/placement.ts';
 import { shardOfIn } from './clusterFixture.ts';
 
 /**
@@ -137,14 +138,15 @@ describe('engines of a cluster on one nats-server', () => {
 
   it('a joining engine takes its share of new threads, and thread.list pages every thread once through any engine', async () => {
     const prefix = `pj${randomUUID().slice(0, 8)}`;
-    await clusterEngine(prefix);
-    await clusterEngine(prefix);
+    const engines = [await clusterEngine(prefix), await clusterEngine(prefix)];
     const api = new TurnloomClient(await connect(), { prefix });
     const created: string[] = [];
     for (let i = 0; i < 12; i++) created.push((await api.call('thread.create', { title: `before ${i}` })).threadId);
     const joined = await clusterEngine(prefix);
-    // Its share of the shards comes to it once it stayed a membership TTL: new threads in them are its.
-    await expect.poll(() => joined.owned(), { timeout: 20_000 }).toBeGreaterThanOrEqual(18);
+    engines.push(joined);
+    // Its share of the shards (what rendezvous hashing gives it among the three) comes to it once it stayed a membership TTL: new threads in them are its.
+    const share = Array.from({ length: 64 }, (_, shard) => preferredEngine(shard, engines.map(({ engineId }) => engineId))).filter((engineId) => engineId === joined.engineId).length;
+    await expect.poll(() => joined.owned(), { timeout: 20_000 }).toBe(share);
     const after: string[] = [];
     for (let i = 0; i < 30; i++) after.push((await api.call('thread.create', { title: `after ${i}` })).threadId);
     const ownedByJoined = (await Promise.all(after.map((threadId) => ownerOf(prefix, threadId)))).filter((owner) => owner === joined.engineId).length;
