@@ -77,33 +77,43 @@ export class CasBucket {
     }
   }
 
-  async keys(): Promise<string[]> {
-    const found: string[] = [];
-    try {
-      for await (const key of await this.kv.keys()) found.push(key);
-    } catch (error) {
-      throw unavailable('listing keys', error);
-    }
-    return found;
-  }
-
   /**
    * Every key as it is now, then every change, as they happen: `value` null
    * for a delete. Ends when `stop` is called or the connection closes.
+   * `caughtUp` settles once the keys there were when it began have been
+   * delivered (or after `CAUGHT_UP_MS`, should keys lapse meanwhile): one
+   * consumer does both, where listing the keys first would make another.
    */
-  async watch(onChange: (key: string, entry: Versioned | null) => void): Promise<{ stop(): void; done: Promise<void> }> {
+  async watch(onChange: (key: string, entry: Versioned | null) => void): Promise<{ stop(): void; done: Promise<void>; caughtUp: Promise<void> }> {
     let watcher;
+    let values: number;
     try {
+      ({ values } = await this.kv.status());
       watcher = await this.kv.watch();
     } catch (error) {
       throw unavailable('watching keys', error);
     }
+    let markCaughtUp!: () => void;
+    const caughtUp = new Promise<void>((resolve) => (markCaughtUp = resolve));
+    const timer = setTimeout(markCaughtUp, CAUGHT_UP_MS);
+    caughtUp.then(() => clearTimeout(timer), () => undefined);
+    if (values === 0) markCaughtUp();
     const done = (async () => {
-      for await (const entry of watcher) onChange(entry.key, entry.operation === 'PUT' ? { value: entry.string(), revision: entry.revision } : null);
+      try {
+        for await (const entry of watcher) {
+          onChange(entry.key, entry.operation === 'PUT' ? { value: entry.string(), revision: entry.revision } : null);
+          if (entry.isUpdate || entry.delta === 0) markCaughtUp();
+        }
+      } finally {
+        markCaughtUp();
+      }
     })();
-    return { stop: () => watcher.stop(), done };
+    return { stop: () => watcher.stop(), done, caughtUp };
   }
 }
+
+/** The longest `watch` waits for the keys there were to be delivered before it counts itself caught up. */
+const CAUGHT_UP_MS = 5_000;
 
 /** The write named a revision that is not the key's (or created a key that exists): another writer was first. */
 const lostRace = (error: unknown): boolean => error instanceof Error && /wrong last sequence|key exists/i.test(error.message);

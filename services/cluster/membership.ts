@@ -71,10 +71,8 @@ export class Membership {
 
   async start(): Promise<this> {
     await this.join();
-    await this.follow();
-    // The watch brings what changes from now on; the members there already are listed once.
-    const now = monotonic();
-    for (const key of await this.bucket.keys()) if (!this.seen.has(key)) this.seen.set(key, now);
+    // The members there already come first: only once they are in does this engine know who is alive.
+    await (await this.follow()).caughtUp;
     this.check();
     this.renewer = setInterval(() => void this.renew(), Math.max(50, Math.floor(this.options.ttlMs / 3)));
     this.checker = setInterval(() => this.check(), Math.max(50, Math.floor(this.options.ttlMs / 6)));
@@ -165,7 +163,7 @@ export class Membership {
   }
 
   /** One watch of the bucket for as long as the engine runs: followed again, after a growing wait, whenever it ends. */
-  private async follow(): Promise<void> {
+  private async follow(): Promise<{ caughtUp: Promise<void> }> {
     const watcher = await this.bucket.watch((key, entry) => {
       this.rewatches = 0;
       if (entry) this.seen.set(key, monotonic());
@@ -176,6 +174,7 @@ export class Membership {
     void watcher.done
       .catch((error: unknown) => this.options.log.debug({ error: error instanceof Error ? error.message : String(error) }, 'the membership watch ended'))
       .then(() => this.rewatch());
+    return watcher;
   }
 
   private async rewatch(): Promise<void> {

@@ -38,7 +38,7 @@ export class ShardOwnership {
   private readonly owners = new Map<number, Versioned>();
   private readonly mine = new Map<number, Held>();
   private readonly taking = new Map<number, Promise<boolean>>();
-  private watcher: { stop(): void; done: Promise<void> } | undefined;
+  private watcher: { stop(): void; done: Promise<void>; caughtUp: Promise<void> } | undefined;
 
   constructor(
     private readonly bucket: CasBucket,
@@ -65,6 +65,8 @@ export class ShardOwnership {
         this.drop(shard);
       }
     });
+    // The directory as it is comes first: until it is in, every shard would look unowned.
+    await this.watcher.caughtUp;
     return this;
   }
 
