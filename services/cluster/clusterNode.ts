@@ -7,7 +7,7 @@ import { type Bus, type BusSubscription, type Logger, type ReplicaStore, Turnloo
 import type { Engine } from '../engine/engine.ts';
 import { ClusterStore } from './clusterStore.ts';
 import { Membership } from './membership.ts';
-import { preferredEngine } from './placement.ts';
+import { PreferredOwners } from './placement.ts';
 import { type Placement, RequestRouter, type Serve } from './requestRouter.ts';
 import { ShardCopies } from './shardCopies.ts';
 import { ShardOwnership } from './shardOwnership.ts';
@@ -63,7 +63,7 @@ export interface ClusterHealth {
 const SWEEP_MS = 500;
 /** Shards taken at once after a failure. */
 const TAKE_LANES = 8;
-/** Shards handed on to a joining engine per sweep: a join moves load over a few seconds, not in one burst. */
+/** Shards handed on to a joining engine per sweep, at least (or a sixteenth of them): a join moves load over a few seconds, not in one burst. */
 const HANDOVERS_PER_SWEEP = 4;
 /** A shard whose take failed (its log could not be read or taken in) is tried again after this, doubling, up to a minute. */
 const RETAKE_MS = 1_000;
@@ -111,6 +111,9 @@ export class ClusterNode implements Placement {
   private readonly backoff = new Map<number, { until: number; waitMs: number }>();
   /** When each live engine was first seen alive (monotonic): shards go to a joining engine once it has stayed a TTL. */
   private readonly since = new Map<string, number>();
+  /** Each shard's preferred owner among the live engines, and among those that stayed a TTL: computed again only when they change. */
+  private readonly preferredLive: PreferredOwners;
+  private readonly preferredSettled: PreferredOwners;
   private readonly log: Logger;
 
   private constructor(
@@ -138,6 +141,8 @@ export class ClusterNode implements Placement {
       appended: (shard, seq, inFolder) => this.copies?.appended(shard, seq, inFolder),
     });
     this.membership = new Membership(members, { engineId, about: options.about ?? {}, ttlMs: options.memberTtlMs ?? 3_000, log: this.log }, (member) => (member ? this.unfence('membership') : this.fence('membership')));
+    this.preferredLive = new PreferredOwners(logStream.shards);
+    this.preferredSettled = new PreferredOwners(logStream.shards);
     this.ownership = new ShardOwnership(owners, this.membership, logStream.shards, { acquired: (shard) => this.acquired(shard), lost: (shard) => this.lost(shard) }, this.log);
     this.router = new RequestRouter(options.bus, options.subjects, this, this.log, options.replyBudgetBytes ?? 512 * 1024);
   }
@@ -441,18 +446,19 @@ export class ClusterNode implements Placement {
     for (const engineId of live) if (!this.since.has(engineId)) this.since.set(engineId, now);
     const settled = live.filter((engineId) => engineId === this.engineId || now - this.since.get(engineId)! >= this.membership.ttlMs);
     const strays = new Set(this.ownership.strays());
+    const busy = this.busyShards();
     const toTake: Array<[number, string | undefined]> = [];
     const toHand: number[] = [];
     for (let shard = 0; shard < this.logStream.shards; shard++) {
       if (this.ownership.holds(shard)) {
-        const preferred = preferredEngine(shard, settled);
-        if (preferred !== this.engineId && preferred !== undefined && this.idle(shard)) toHand.push(shard);
+        const preferred = this.preferredSettled.of(shard, settled);
+        if (preferred !== this.engineId && preferred !== undefined && !busy.has(shard)) toHand.push(shard);
         continue;
       }
       const backoff = this.backoff.get(shard);
       if (backoff && backoff.until > now) continue;
       const owner = this.ownership.ownerOf(shard);
-      if (strays.has(shard) || ((owner === null || !this.membership.isLive(owner)) && preferredEngine(shard, live) === this.engineId)) toTake.push([shard, owner ?? undefined]);
+      if (strays.has(shard) || ((owner === null || !this.membership.isLive(owner)) && this.preferredLive.of(shard, live) === this.engineId)) toTake.push([shard, owner ?? undefined]);
     }
     await this.inLanes(toTake, async ([shard, gone]) => {
       if (this.stopped || this.fenced.size > 0) return;
@@ -465,18 +471,21 @@ export class ClusterNode implements Placement {
         this.log.warn({ shard, retryInMs: waitMs, ...errorFields(error) }, 'could not take a shard');
       }
     });
-    for (const shard of toHand.slice(0, HANDOVERS_PER_SWEEP)) {
+    for (const shard of toHand.slice(0, Math.max(HANDOVERS_PER_SWEEP, Math.ceil(this.logStream.shards / 16)))) {
       if (this.stopped || this.fenced.size > 0) return;
       await this.ownership.release(shard);
     }
   }
 
-  /** A shard with nothing open, nothing being written and nobody watching here: handing it on costs its next owner only a read. */
-  private idle(shard: number): boolean {
-    if (!this.ownership.serves(shard) || this.copies?.busy(shard)) return false;
-    for (const { threadId } of [...this.store.openTurns(), ...this.store.openReverts()]) if (this.shardOf(threadId) === shard) return false;
-    for (const threadId of this.touched.get(shard) ?? []) if (this.parts!.busy(threadId)) return false;
-    return true;
+  /** Shards with something open, being written or watched here: handing one on would cost its next owner more than a read. */
+  private busyShards(): Set<number> {
+    const busy = new Set<number>();
+    for (const { threadId } of [...this.store.openTurns(), ...this.store.openReverts()]) busy.add(this.shardOf(threadId));
+    for (const shard of this.ownership.held()) {
+      if (!this.ownership.serves(shard) || this.copies?.busy(shard)) busy.add(shard);
+      else for (const threadId of this.touched.get(shard) ?? []) if (this.parts!.busy(threadId)) busy.add(shard);
+    }
+    return busy;
   }
 
   private async inLanes<T>(items: readonly T[], work: (item: T) => Promise<void>): Promise<void> {

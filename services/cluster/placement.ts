@@ -1,8 +1,11 @@
-import { createHash } from 'node:crypto';
-
-/** How much an engine wants a shard: the same on every engine, and independent for each pair. */
-function weight(engineId: string, shard: number): bigint {
-  return createHash('sha256').update(engineId).update('\0').update(String(shard)).digest().readBigUInt64BE(0);
+/** FNV-1a over the text, then murmur3's finalizer: a cheap 32-bit weight, the same on every engine, and independent for each pair. */
+function weight(engineId: string, shard: number): number {
+  let hash = 0x811c9dc5;
+  const text = `${engineId}\0${shard}`;
+  for (let index = 0; index < text.length; index++) hash = Math.imul(hash ^ text.charCodeAt(index), 0x01000193);
+  hash = Math.imul(hash ^ (hash >>> 16), 0x85ebca6b);
+  hash = Math.imul(hash ^ (hash >>> 13), 0xc2b2ae35);
+  return (hash ^ (hash >>> 16)) >>> 0;
 }
 
 /**
@@ -12,7 +15,7 @@ function weight(engineId: string, shard: number): bigint {
  */
 export function preferredEngine(shard: number, engines: readonly string[]): string | undefined {
   let best: string | undefined;
-  let bestWeight = -1n;
+  let bestWeight = -1;
   for (const engineId of engines) {
     const w = weight(engineId, shard);
     if (w > bestWeight || (w === bestWeight && best !== undefined && engineId < best)) {
@@ -21,6 +24,23 @@ export function preferredEngine(shard: number, engines: readonly string[]): stri
     }
   }
   return best;
+}
+
+/** Each shard's preferred engine among `engines`, computed once for a list of engines and kept until the list changes. */
+export class PreferredOwners {
+  private key = '';
+  private owners: Array<string | undefined> = [];
+
+  constructor(private readonly shardCount: number) {}
+
+  of(shard: number, engines: readonly string[]): string | undefined {
+    const key = engines.join(',');
+    if (key !== this.key) {
+      this.owners = Array.from({ length: this.shardCount }, (_, each) => preferredEngine(each, engines));
+      this.key = key;
+    }
+    return this.owners[shard];
+  }
 }
 
 /**
