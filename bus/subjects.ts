@@ -19,8 +19,9 @@ export interface Subjects {
   readonly apiAll: readonly string[];
   /**
    * Engines of a cluster only: the API addressed to one engine, the one a
-   * caller last saw answer for a thread (its owner): `<p>.v1.api.<engineId>.<method>`.
-   * Three tokens or more after `api`, so the queue group's subscription never takes it.
+   * caller last saw answer for a thread (its owner): `<p>.v1.api.<engineId>.<method>`,
+   * for a method of two tokens (every method about a thread is one): three
+   * tokens after `api`, which the queue group's subscriptions never take.
    */
   apiAt(engineId: string, method: string): string;
   /** Every API subject addressed to one engine: `<p>.v1.api.<engineId>.>`. */

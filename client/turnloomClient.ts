@@ -1,10 +1,9 @@
-import { setTimeout as sleep } from 'node:timers/promises';
-import { type Bus, BusError, type BusMessage, type ErrorBody, TurnloomError } from '../domain/index.ts';
+import { type Bus, type BusMessage, type ErrorBody, TurnloomError } from '../domain/index.ts';
 import { type ContentType, MSGPACK, type Subjects, decode, encode, subjects as subjectsFor } from '../bus/index.ts';
 import type { ApiMethod, ApiParamsIn, ApiResults } from '../protocol/index.ts';
 import type { ApiCaller } from '../protocol/apiCaller.ts';
 import { commandMethods } from '../protocol/apiSchemas.ts';
-import { EngineAddresses, nextAttemptMs } from '../protocol/engineAddress.ts';
+import { EngineAddresses, askEngines, unavailableIn } from '../protocol/engineAddress.ts';
 import { type ApprovalDecision, type StartTurnOptions, TurnHandle } from './turnHandle.ts';
 import { ThreadWatch, type ThreadWatchOptions } from '../protocol/threadWatch.ts';
 
@@ -42,38 +41,23 @@ export class TurnloomClient implements ApiCaller {
   async call<M extends ApiMethod>(method: M, params: ApiParamsIn<M>): Promise<ApiResults[M]> {
     const { contentType, headers } = this.envelope();
     const fields = params as Record<string, unknown>;
-    const threadId = typeof fields.threadId === 'string' ? fields.threadId : undefined;
     const sent = commandMethods.has(method) && fields.commandId === undefined ? { ...fields, commandId: globalThis.crypto.randomUUID() } : fields;
-    const data = encode(sent, contentType);
-    // A revert waits for a worker to restore the files: one attempt, for as long as the caller allows.
-    const retried = method !== 'checkpoint.revert';
-    const deadline = performance.now() + (this.options.timeoutMs ?? 10_000);
-    for (let attempt = 0; ; attempt++) {
-      const left = deadline - performance.now();
-      const engineId = this.addresses.of(threadId);
-      let reply: BusMessage;
-      try {
-        reply = await this.bus.request(engineId ? this.subjects.apiAt(engineId, method) : this.subjects.api(method), data, { headers, timeoutMs: retried ? nextAttemptMs(attempt, left) : left });
-      } catch (error) {
-        this.addresses.forget(threadId);
-        // Addressed to one engine, any failure sends it through the shared subjects; there, only silence is worth another try.
-        const again = engineId !== undefined || (error instanceof BusError && error.kind === 'timeout');
-        if (!retried || !again || deadline - performance.now() <= 0) throw error;
-        continue;
-      }
-      const body = decode(reply.data, reply.headers['content-type'] === 'application/json' ? 'application/json' : contentType) as { result: ApiResults[M] } | { error: ErrorBody };
-      if ('error' in body) {
-        const error = TurnloomError.fromJSON(body.error);
-        if (error.code !== 'unavailable' || !retried) throw error;
-        this.addresses.forget(threadId);
-        const pause = Math.min(deadline - performance.now(), 50 * 2 ** attempt);
-        if (pause <= 0) throw error;
-        await sleep(pause);
-        continue;
-      }
-      this.addresses.learn(method === 'thread.create' ? (body.result as ApiResults['thread.create']).threadId : threadId, reply.headers);
-      return body.result;
-    }
+    const answerOf = (reply: BusMessage) => decode(reply.data, reply.headers['content-type'] === 'application/json' ? 'application/json' : contentType) as { result: ApiResults[M] } | { error: ErrorBody };
+    const reply = await askEngines(this.bus, {
+      subjectFor: (engineId) => (engineId ? this.subjects.apiAt(engineId, method) : this.subjects.api(method)),
+      data: encode(sent, contentType),
+      headers,
+      timeoutMs: this.options.timeoutMs ?? 10_000,
+      threadId: typeof fields.threadId === 'string' ? fields.threadId : undefined,
+      addresses: this.addresses,
+      // A revert waits for a worker to restore the files: one attempt, for as long as the caller allows.
+      retried: method !== 'checkpoint.revert',
+      unavailable: (answer) => unavailableIn(answerOf(answer)),
+      ...(method === 'thread.create' ? { learnFrom: (answer: BusMessage) => (answerOf(answer) as { result?: ApiResults['thread.create'] }).result?.threadId } : {}),
+    });
+    const body = answerOf(reply);
+    if ('error' in body) throw TurnloomError.fromJSON(body.error);
+    return body.result;
   }
 
   notify<M extends ApiMethod>(method: M, params: ApiParamsIn<M>): void {

@@ -5,6 +5,7 @@ export type ErrorCode =
   | 'illegal_transition'
   | 'forbidden'
   | 'conflict'
+  /** Not now: the engine, the bus or the cluster's log is away or changing hands. With `details.retryAfterMs`, the same request may be sent again after that long (`TurnloomError.tryAgain`); a caller with a command id loses nothing doing so. */
   | 'unavailable'
   /** A worker wrote into a turn whose lease it no longer holds: nothing was written. */
   | 'fenced'
@@ -13,6 +14,9 @@ export type ErrorCode =
   /** The engine runs as many turns as it may and more wait than it lets wait: nothing was written; try again after `details.retryAfterMs`. */
   | 'overloaded'
   | 'internal';
+
+/** How long a caller waits before it sends again a request answered `tryAgain`, by default. */
+const TRY_AGAIN_MS = 200;
 
 const errorCodes: readonly string[] = ['invalid_payload', 'not_found', 'illegal_transition', 'forbidden', 'conflict', 'unavailable', 'fenced', 'queue_full', 'overloaded', 'internal'];
 
@@ -31,6 +35,15 @@ export class TurnloomError extends Error {
     this.name = 'TurnloomError';
     this.code = code;
     this.details = details;
+  }
+
+  /**
+   * `unavailable`, and the same request may be sent again after
+   * `retryAfterMs` (in `details`): what a cluster answers while a thread
+   * changes hands or an engine serves nothing for a moment.
+   */
+  static tryAgain(message: string, details: Record<string, unknown> = {}, retryAfterMs = TRY_AGAIN_MS): TurnloomError {
+    return new TurnloomError('unavailable', message, { ...details, retryAfterMs });
   }
 
   toJSON(): ErrorBody {

@@ -159,7 +159,7 @@ export async function startTurnloomServer(options: TurnloomServerOptions): Promi
   });
   const owns = cluster ? { owns: cluster.owns } : {};
   const deadlines = new Deadlines(engine, { interruptMs: options.interruptDeadlineMs ?? 10_000, approvalMs: options.approvalTimeoutMs ?? null, log, ...owns });
-  const repair = new CrashRepair(engine, { log, ...owns });
+  const repair = new CrashRepair(engine, { log, ...owns, runs: (revertId) => gateway.reverting(revertId) });
   const delegation = new Delegation(engine, {
     log,
     ...owns,

@@ -119,5 +119,5 @@ const CAUGHT_UP_MS = 5_000;
 const lostRace = (error: unknown): boolean => error instanceof Error && /wrong last sequence|key exists/i.test(error.message);
 
 function unavailable(doing: string, error: unknown): TurnloomError {
-  return new TurnloomError('unavailable', `JetStream did not answer ${doing}: ${error instanceof Error ? error.message : String(error)}`, { doing });
+  return TurnloomError.tryAgain(`JetStream did not answer ${doing}: ${error instanceof Error ? error.message : String(error)}`, { doing });
 }

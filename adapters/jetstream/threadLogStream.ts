@@ -225,7 +225,7 @@ export class ThreadLogStream {
           yield { seq: message.seq, threadId: this.threadOf(message.subject), record: codec.unpack(message.data) as LogRecord };
           if (message.seq === until) return;
         }
-        if (got === 0) throw new TurnloomError('unavailable', `the log of ${what} ended before message ${until}`, { until });
+        if (got === 0) throw TurnloomError.tryAgain(`the log of ${what} ended before message ${until}`, { until });
       }
     } finally {
       await consumer.delete().catch(() => false);
@@ -243,5 +243,5 @@ export class ThreadLogStream {
 }
 
 function unavailable(doing: string, error: unknown): TurnloomError {
-  return new TurnloomError('unavailable', `JetStream did not answer ${doing}: ${error instanceof Error ? error.message : String(error)}`, { doing });
+  return TurnloomError.tryAgain(`JetStream did not answer ${doing}: ${error instanceof Error ? error.message : String(error)}`, { doing });
 }

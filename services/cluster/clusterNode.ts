@@ -52,8 +52,6 @@ export interface ClusterHealth {
   engines: string[];
   /** Shards this engine owns, of how many. */
   shards: { owned: number; of: number };
-  /** `null` while it serves; otherwise why it does not (its membership lapsed, its store failed). */
-  notServing: string | null;
   /** Requests about a thread this engine served, passed on to its shard's owner, or took over from an owner gone silent. */
   requests: { servedHere: number; passedOn: number; takenOver: number };
   log: { stream: string; replicas: number; shards: number };
@@ -67,6 +65,10 @@ const TAKE_LANES = 8;
 const HANDOVERS_PER_SWEEP = 4;
 /** A shard whose take failed (its log could not be read or taken in) is tried again after this, doubling, up to a minute. */
 const RETAKE_MS = 1_000;
+/** How long a shard may go without a live owner before any engine, not only the preferred one, takes it. */
+const ORPHAN_TAKEN_BY_ANY_MS = 10_000;
+/** How long a thread found stale waits, at first, to be read again when nothing asks for it sooner. */
+const STALE_READ_MS = 500;
 /** How often a store that failed is tried again. */
 const PROBE_MS = 2_000;
 const DEFAULT_SHARDS = 64;
@@ -100,15 +102,22 @@ export class ClusterNode implements Placement {
   /** Why this engine serves nothing now; empty while it serves. */
   private readonly fenced = new Set<'membership' | 'store'>();
   private prober: NodeJS.Timeout | undefined;
-  /** Threads whose copy the log moved past (another engine wrote them): read again before they are served. */
-  private readonly stale = new Set<string>();
+  /**
+   * Threads whose copy the log moved past (another engine wrote them, or an
+   * append's outcome is unknown): read again before they are served, and
+   * soon in any case (a thread nobody asks about may hold open work), each
+   * with its timer.
+   */
+  private readonly stale = new Map<string, { timer: NodeJS.Timeout; waitMs: number }>();
   /** Threads this engine wrote, or may have, after it stopped serving their shard: their owners are told, once this engine is heard again. */
   private readonly lateWrites = new Set<string>();
   private telling: NodeJS.Timeout | undefined;
   /** Threads this engine took up or served, by shard: what it lets go of with the shard. */
   private readonly touched = new Map<number, Set<string>>();
-  /** Shards whose take failed, and when they may be tried again. */
-  private readonly backoff = new Map<number, { until: number; waitMs: number }>();
+  /** Shards whose take failed, when they may be tried again, and why. */
+  private readonly backoff = new Map<number, { until: number; waitMs: number; why: string }>();
+  /** Shards nobody alive owns, since when (monotonic): past a while, any engine takes one, not only the one rendezvous hashing prefers. */
+  private readonly unowned = new Map<number, number>();
   /** When each live engine was first seen alive (monotonic): shards go to a joining engine once it has stayed a TTL. */
   private readonly since = new Map<string, number>();
   /** Each shard's preferred owner among the live engines, and among those that stayed a TTL: computed again only when they change. */
@@ -130,20 +139,19 @@ export class ClusterNode implements Placement {
       mayAppend: () => this.fenced.size === 0 && this.membership.holds(),
       stale: (threadId, why) => {
         this.log.warn({ threadId, why }, 'reading a thread again before its next write');
-        this.stale.add(threadId);
+        this.markStale(threadId);
       },
       storeFailed: (error) => this.storeFailed(error),
       wroteLate: (threadId) => {
         this.lateWrites.add(threadId);
         if (this.fenced.size === 0) this.tellLateWrites();
       },
-      appending: (shard) => this.copies?.appending(shard),
-      appended: (shard, seq, inFolder) => this.copies?.appended(shard, seq, inFolder),
+      appending: (shard) => this.copies?.appending(shard) ?? (() => undefined),
     });
     this.membership = new Membership(members, { engineId, about: options.about ?? {}, ttlMs: options.memberTtlMs ?? 3_000, log: this.log }, (member) => (member ? this.unfence('membership') : this.fence('membership')));
     this.preferredLive = new PreferredOwners(logStream.shards);
     this.preferredSettled = new PreferredOwners(logStream.shards);
-    this.ownership = new ShardOwnership(owners, this.membership, logStream.shards, { acquired: (shard) => this.acquired(shard), lost: (shard) => this.lost(shard) }, this.log);
+    this.ownership = new ShardOwnership(owners, this.membership, logStream.shards, { acquired: (shard) => this.acquired(shard), lost: (shard, letGo) => this.lost(shard, letGo) }, this.log);
     this.router = new RequestRouter(options.bus, options.subjects, this, this.log, options.replyBudgetBytes ?? 512 * 1024);
   }
 
@@ -162,6 +170,9 @@ export class ClusterNode implements Placement {
     const stem = subjects.logAll.slice(0, -2);
     // Engines started together race to make the same stream and buckets, and a replicated one elects its leader first: each is tried again for a while.
     const logStream = await persist(() => ThreadLogStream.open(nc, { name: `TURNLOOM_${name}_LOG`, stem, replicas, shards: options.shards ?? DEFAULT_SHARDS }));
+    if (options.shards !== undefined && options.shards !== logStream.shards) {
+      options.log?.warn({ asked: options.shards, shards: logStream.shards }, `the cluster's log was made with ${logStream.shards} shards, which it keeps: the count asked for is not used`);
+    }
     const members = await persist(() => CasBucket.open(nc, { name: `TURNLOOM_${name}_ENGINES`, ttlMs, replicas }));
     const owners = await persist(() => CasBucket.open(nc, { name: `TURNLOOM_${name}_OWNERS`, ttlMs: 0, replicas }));
     const info = await persist(() => logStream.info());
@@ -231,14 +242,32 @@ export class ClusterNode implements Placement {
 
   /** Reads a thread the log moved past again, and takes up what it has open now. */
   private async refresh(threadId: string): Promise<void> {
-    this.stale.delete(threadId);
+    const mark = this.stale.get(threadId);
+    this.unmarkStale(threadId);
     try {
       this.store.fence(threadId, await this.copies!.catchUpThread(threadId));
     } catch (error) {
-      this.stale.add(threadId);
+      this.markStale(threadId, mark?.waitMs);
       throw error;
     }
     await this.parts!.adopt(threadId);
+  }
+
+  /** The thread is read again at its next request, or when its timer fires, whichever comes first; a read that fails waits twice as long next time. */
+  private markStale(threadId: string, lastWaitMs = STALE_READ_MS / 2): void {
+    if (this.stale.has(threadId) || this.stopped) return;
+    const waitMs = Math.min(30_000, lastWaitMs * 2);
+    const timer = setTimeout(() => {
+      if (!this.ownership.serves(this.shardOf(threadId))) return void this.unmarkStale(threadId);
+      void this.prepare(threadId).catch((error: unknown) => this.log.warn({ threadId, ...errorFields(error) }, 'could not read a thread again'));
+    }, waitMs);
+    timer.unref();
+    this.stale.set(threadId, { timer, waitMs });
+  }
+
+  private unmarkStale(threadId: string): void {
+    clearTimeout(this.stale.get(threadId)?.timer);
+    this.stale.delete(threadId);
   }
 
   liveOwnerOf(shard: number): string | null {
@@ -252,8 +281,27 @@ export class ClusterNode implements Placement {
 
   async take(shard: number, gone?: string): Promise<boolean> {
     const why = this.notServing();
-    if (why !== null) throw new TurnloomError('unavailable', `engine ${this.engineId} serves nothing for now (${why}); try again`);
-    return this.ownership.take(shard, gone);
+    if (why !== null) throw TurnloomError.tryAgain(`engine ${this.engineId} serves nothing for now (${why}); try again`);
+    const backoff = this.backoff.get(shard);
+    if (backoff && backoff.until > performance.now() && !this.ownership.holds(shard)) {
+      throw TurnloomError.tryAgain(`engine ${this.engineId} could not take shard ${shard} lately (${backoff.why}); try again`, { shard }, Math.ceil(backoff.until - performance.now()));
+    }
+    try {
+      const taken = await this.ownership.take(shard, gone);
+      this.backoff.delete(shard);
+      return taken;
+    } catch (error) {
+      this.backOff(shard, error);
+      throw error;
+    }
+  }
+
+  /** A take that failed is not tried again, by the sweep or a request, for a while that doubles while it keeps failing (a minute at most). */
+  private backOff(shard: number, error: unknown): void {
+    const waitMs = Math.min(60_000, (this.backoff.get(shard)?.waitMs ?? RETAKE_MS / 2) * 2);
+    const why = error instanceof Error ? error.message : String(error);
+    this.backoff.set(shard, { until: performance.now() + waitMs, waitMs, why });
+    this.log.warn({ shard, retryInMs: waitMs, error: why }, 'could not take a shard');
   }
 
   /** Takes the shard of a thread this engine is about to make (a sub-agent's: in its parent's shard, so normally held already). */
@@ -268,7 +316,7 @@ export class ClusterNode implements Placement {
       else byEngine.set(owner, [...(byEngine.get(owner) ?? []), shard]);
     }
     await this.inLanes(unowned, async (shard) => {
-      if (!(await this.take(shard))) throw new TurnloomError('unavailable', `shard ${shard} is changing hands; try again`, { shard });
+      if (!(await this.take(shard))) throw TurnloomError.tryAgain(`shard ${shard} is changing hands; try again`, { shard });
     });
     if (unowned.length > 0) byEngine.set(this.engineId, [...(byEngine.get(this.engineId) ?? []), ...unowned]);
     return byEngine;
@@ -291,7 +339,6 @@ export class ClusterNode implements Placement {
       engineId: this.engineId,
       engines: this.membership.live(),
       shards: { owned: this.ownership.held().length, of: this.logStream.shards },
-      notServing: this.notServing(),
       requests: { ...this.router.counts },
       log: { stream: this.logStream.name, replicas: this.options.replicas, shards: this.logStream.shards },
     };
@@ -302,16 +349,20 @@ export class ClusterNode implements Placement {
     this.store.unfenceShard(shard);
     for (const [threadId, last] of await this.copies!.catchUpShard(shard)) {
       this.store.fence(threadId, last);
-      this.stale.delete(threadId);
+      this.unmarkStale(threadId);
     }
     // Taken up once the shard is served (`whole`), so what adoption writes goes through a shard this engine now owns.
-    setImmediate(() => void this.adoptShard(shard));
+    setImmediate(() => {
+      this.adoptShard(shard).catch((error: unknown) => {
+        if (!this.stopped) this.log.error({ shard, ...errorFields(error) }, 'could not take up what a shard had open');
+      });
+    });
   }
 
   /** Takes up what the shard's threads have open: lease clocks, deadlines, offers, repairs. */
   private async adoptShard(shard: number): Promise<void> {
     await this.ownership.ready(shard);
-    if (!this.ownership.serves(shard)) return;
+    if (this.stopped || !this.ownership.serves(shard)) return;
     const open = new Set([...this.store.openTurns(), ...this.store.openReverts()].map(({ threadId }) => threadId));
     for (const threadId of open) {
       if (this.shardOf(threadId) !== shard || !this.ownership.serves(shard)) continue;
@@ -326,14 +377,25 @@ export class ClusterNode implements Placement {
     threads.add(threadId);
   }
 
-  private lost(shard: number): void {
-    this.store.unfenceShard(shard);
+  /**
+   * This engine no longer owns the shard. Unless it let it go itself, it
+   * learned late (another engine took it, or it stopped serving): what it
+   * wrote meanwhile may be missing from the copy the new owner read, so the
+   * threads it wrote or read while it owned the shard are told as late
+   * writes (a thread read again for nothing costs its owner one look-up).
+   */
+  private lost(shard: number, letGo: boolean): void {
+    const known = this.store.unfenceShard(shard);
     this.copies?.forget(shard);
     const threads = this.touched.get(shard) ?? new Set<string>();
     this.touched.delete(shard);
+    if (!letGo) {
+      for (const threadId of [...known, ...threads]) this.lateWrites.add(threadId);
+      if (this.fenced.size === 0) this.tellLateWrites();
+    }
     for (const { threadId } of [...this.options.local.openTurns(), ...this.options.local.openReverts()]) if (this.shardOf(threadId) === shard) threads.add(threadId);
     for (const threadId of threads) {
-      this.stale.delete(threadId);
+      this.unmarkStale(threadId);
       this.parts?.forget(threadId);
     }
   }
@@ -348,12 +410,19 @@ export class ClusterNode implements Placement {
    * has landed by the second.
    */
   private tellLateWrites(): void {
-    if (this.telling || this.lateWrites.size === 0) return;
+    if (this.telling || this.lateWrites.size === 0 || this.fenced.size > 0) return;
     const threadIds = [...this.lateWrites];
-    const tell = () => this.options.bus.publish(this.options.subjects.engineCast('reread'), encode({ from: this.engineId, threadIds }, JSON_TYPE));
+    const tell = () => {
+      // A thousand ids a message keeps each well under NATS's payload limit.
+      for (let from = 0; from < threadIds.length; from += 1_000) {
+        this.options.bus.publish(this.options.subjects.engineCast('reread'), encode({ from: this.engineId, threadIds: threadIds.slice(from, from + 1_000) }, JSON_TYPE));
+      }
+    };
     tell();
     this.telling = setTimeout(() => {
       this.telling = undefined;
+      // Cut off again meanwhile: the second telling may not have been heard, so it waits for the next time this engine serves.
+      if (this.fenced.size > 0) return;
       tell();
       for (const threadId of threadIds) this.lateWrites.delete(threadId);
       this.tellLateWrites();
@@ -373,7 +442,7 @@ export class ClusterNode implements Placement {
       if (typeof threadId !== 'string' || !this.ownership.holds(this.shardOf(threadId))) continue;
       this.log.warn({ threadId, by: told.from }, 'another engine wrote a thread of a shard this one owns: reading it again');
       this.copies?.foreign(this.shardOf(threadId));
-      this.stale.add(threadId);
+      this.markStale(threadId);
       void this.prepare(threadId).catch((error: unknown) => this.log.warn({ threadId, ...errorFields(error) }, 'could not read a thread again'));
     }
   }
@@ -458,17 +527,23 @@ export class ClusterNode implements Placement {
       const backoff = this.backoff.get(shard);
       if (backoff && backoff.until > now) continue;
       const owner = this.ownership.ownerOf(shard);
-      if (strays.has(shard) || ((owner === null || !this.membership.isLive(owner)) && this.preferredLive.of(shard, live) === this.engineId)) toTake.push([shard, owner ?? undefined]);
+      const orphan = owner === null || !this.membership.isLive(owner);
+      if (!orphan) {
+        this.unowned.delete(shard);
+      } else if (!this.unowned.has(shard)) {
+        this.unowned.set(shard, now);
+      }
+      // The engine rendezvous hashing prefers takes an orphan at once; should it fail to (it runs another version, say), any engine does after a while.
+      const overdue = orphan && now - this.unowned.get(shard)! >= ORPHAN_TAKEN_BY_ANY_MS;
+      if (strays.has(shard) || (orphan && (overdue || this.preferredLive.of(shard, live) === this.engineId))) toTake.push([shard, owner ?? undefined]);
     }
     await this.inLanes(toTake, async ([shard, gone]) => {
       if (this.stopped || this.fenced.size > 0) return;
       try {
-        await this.ownership.take(shard, gone);
+        if (await this.ownership.take(shard, gone)) this.unowned.delete(shard);
         this.backoff.delete(shard);
       } catch (error) {
-        const waitMs = Math.min(60_000, (this.backoff.get(shard)?.waitMs ?? RETAKE_MS / 2) * 2);
-        this.backoff.set(shard, { until: performance.now() + waitMs, waitMs });
-        this.log.warn({ shard, retryInMs: waitMs, ...errorFields(error) }, 'could not take a shard');
+        this.backOff(shard, error);
       }
     });
     for (const shard of toHand.slice(0, Math.max(HANDOVERS_PER_SWEEP, Math.ceil(this.logStream.shards / 16)))) {
@@ -502,6 +577,7 @@ export class ClusterNode implements Placement {
     clearInterval(this.sweeper);
     clearInterval(this.prober);
     clearTimeout(this.telling);
+    for (const threadId of [...this.stale.keys()]) this.unmarkStale(threadId);
     for (const subscription of this.subscriptions.splice(0)) subscription.unsubscribe();
     await this.ownership.stop();
     await this.membership.stop();

@@ -30,10 +30,8 @@ export interface ClusterStoreHooks {
   wroteLate(threadId: string): void;
   /** The folder could not be written (a full disk, say): the engine must stop serving until it can. */
   storeFailed(error: unknown): void;
-  /** An append to the shard is under way: its copy's position waits for it. */
-  appending(shard: number): void;
-  /** That append is in the folder (`seq`), or never will be (`null`: refused, or its outcome unknown; `inFolder` false: the folder failed). */
-  appended(shard: number, seq: number | null, inFolder: boolean): void;
+  /** An append to the shard is under way: its copy's position waits for it; the answer is told how it ended (see `ShardCopies.appending`). */
+  appending(shard: number): (seq: number | null, inFolder: boolean) => void;
 }
 
 /**
@@ -47,8 +45,8 @@ export interface ClusterStoreHooks {
  * any other is a cache of the past.
  */
 export class ClusterStore implements ThreadStore {
-  /** The subject's last sequence as this engine last read or wrote it, for threads whose copy is known whole. */
-  private readonly fences = new Map<string, number>();
+  /** The subject's last sequence as this engine last read or wrote it, for threads whose copy is known whole, by shard. */
+  private readonly fences = new Map<number, Map<string, number>>();
 
   constructor(
     readonly local: ReplicaStore,
@@ -63,12 +61,21 @@ export class ClusterStore implements ThreadStore {
 
   /** The thread's copy was brought up to `lastSeq`, its subject's last message. */
   fence(threadId: string, lastSeq: number): void {
-    this.fences.set(threadId, lastSeq);
+    const shard = this.shardOf(threadId);
+    let fences = this.fences.get(shard);
+    if (!fences) this.fences.set(shard, (fences = new Map()));
+    fences.set(threadId, lastSeq);
   }
 
-  /** Forgets what is known of the threads of a shard this engine no longer owns. */
-  unfenceShard(shard: number): void {
-    for (const threadId of this.fences.keys()) if (this.shardOf(threadId) === shard) this.fences.delete(threadId);
+  private unfence(threadId: string): void {
+    this.fences.get(this.shardOf(threadId))?.delete(threadId);
+  }
+
+  /** Forgets what is known of the threads of a shard this engine no longer owns; answers the threads it knew of. */
+  unfenceShard(shard: number): string[] {
+    const threads = [...(this.fences.get(shard)?.keys() ?? [])];
+    this.fences.delete(shard);
+    return threads;
   }
 
   /**
@@ -78,7 +85,7 @@ export class ClusterStore implements ThreadStore {
    * refused append and a read of the thread).
    */
   private expectedLast(threadId: string): number {
-    const known = this.fences.get(threadId);
+    const known = this.fences.get(this.shardOf(threadId))?.get(threadId);
     if (known !== undefined) return known;
     const lastEvent = this.local.lastEventSeq(threadId);
     return lastEvent === 0 ? 0 : streamSeqOf(lastEvent);
@@ -89,26 +96,24 @@ export class ClusterStore implements ThreadStore {
     if (batch.events.length >= SEQ_STRIDE) {
       throw new TurnloomError('invalid_payload', `one command may write at most ${SEQ_STRIDE - 1} events in a cluster; this one wrote ${batch.events.length}`, { events: batch.events.length });
     }
-    const shard = this.shardOf(batch.threadId);
-    const seq = await this.append(batch.threadId, batch.commandId, { kind: 'commit', by: this.engineId, commandId: batch.commandId, at: batch.at, events: batch.events, receipt: batch.receipt });
+    const { seq, ended } = await this.append(batch.threadId, batch.commandId, { kind: 'commit', by: this.engineId, commandId: batch.commandId, at: batch.at, events: batch.events, receipt: batch.receipt });
     try {
       const stored = await this.local.commit({ ...batch, firstSeq: firstSeqOf(seq) });
-      this.hooks.appended(shard, seq, true);
+      ended(seq, true);
       return stored;
     } catch (error) {
-      this.hooks.appended(shard, seq, false);
+      ended(seq, false);
       return this.lostLocally(batch.threadId, batch.commandId, error);
     }
   }
 
   async commitRejection(receipt: Extract<Receipt, { outcome: 'rejected' }>): Promise<void> {
-    const shard = this.shardOf(receipt.threadId);
-    const seq = await this.append(receipt.threadId, receipt.commandId, { kind: 'rejection', by: this.engineId, receipt });
+    const { seq, ended } = await this.append(receipt.threadId, receipt.commandId, { kind: 'rejection', by: this.engineId, receipt });
     try {
       await this.local.commitRejection(receipt);
-      this.hooks.appended(shard, seq, true);
+      ended(seq, true);
     } catch (error) {
-      this.hooks.appended(shard, seq, false);
+      ended(seq, false);
       await this.lostLocally(receipt.threadId, receipt.commandId, error);
     }
   }
@@ -119,44 +124,50 @@ export class ClusterStore implements ThreadStore {
    * cannot serve from a copy that lacks it, so it stops serving, and says so.
    */
   private lostLocally(threadId: string, commandId: string, error: unknown): never {
-    this.fences.delete(threadId);
+    this.unfence(threadId);
     this.hooks.stale(threadId, `its copy here could not take command ${commandId} in`);
     if (!(error instanceof TurnloomError)) this.hooks.storeFailed(error);
-    throw new TurnloomError('unavailable', `command ${commandId} is in the cluster's log, but engine ${this.engineId} could not write its copy (${error instanceof Error ? error.message : String(error)}); try again: another engine answers it`, {
+    throw TurnloomError.tryAgain(`command ${commandId} is in the cluster's log, but engine ${this.engineId} could not write its copy (${error instanceof Error ? error.message : String(error)}); try again: another engine answers it`, {
       threadId,
       commandId,
     });
   }
 
-  private async append(threadId: string, commandId: string, record: Parameters<ThreadLogStream['append']>[1]): Promise<number> {
+  /** Appends the record, fenced; resolves with its place and what to tell the shard's copy once the folder has it (or could not take it). */
+  private async append(threadId: string, commandId: string, record: Parameters<ThreadLogStream['append']>[1]): Promise<{ seq: number; ended: (seq: number | null, inFolder: boolean) => void }> {
     const shard = this.shardOf(threadId);
     if (!this.hooks.serves(shard) || !this.hooks.mayAppend()) {
-      throw new TurnloomError('unavailable', `engine ${this.engineId} does not own thread ${threadId} (any more); try again`, { threadId });
+      throw TurnloomError.tryAgain(`engine ${this.engineId} does not own thread ${threadId} (any more); try again`, { threadId });
     }
     const expected = this.expectedLast(threadId);
-    this.hooks.appending(shard);
+    const ended = this.hooks.appending(shard);
     let appended: { seq: number; duplicate: boolean };
     try {
       appended = await this.log.append(threadId, record, expected, `${threadId}:${commandId}`);
     } catch (error) {
-      this.hooks.appended(shard, null, false);
-      this.fences.delete(threadId);
+      ended(null, false);
+      this.unfence(threadId);
       const fenced = error instanceof TurnloomError && error.code === 'fenced';
       if (!fenced) this.hooks.wroteLate(threadId);
       this.hooks.stale(threadId, fenced ? 'the log refused its append: the thread moved on elsewhere' : 'an append to the log has an unknown outcome');
-      if (fenced) throw new TurnloomError('unavailable', `thread ${threadId} moved on in the log since this engine read it; try again`, { threadId });
+      if (fenced) throw TurnloomError.tryAgain(`thread ${threadId} moved on in the log since this engine read it; try again`, { threadId });
       throw error;
     }
     if (appended.duplicate) {
       // The stream has this command already, from an attempt whose answer was lost: read again, the thread takes it in, and a retry finds its receipt.
-      this.hooks.appended(shard, null, false);
-      this.fences.delete(threadId);
+      ended(null, false);
+      this.unfence(threadId);
       this.hooks.stale(threadId, `command ${commandId} was in the log already`);
-      throw new TurnloomError('unavailable', `command ${commandId} was written before; try again`, { threadId, commandId });
+      throw TurnloomError.tryAgain(`command ${commandId} was written before; try again`, { threadId, commandId });
     }
-    this.fences.set(threadId, appended.seq);
-    if (!this.hooks.serves(shard) || !this.hooks.mayAppend()) this.hooks.wroteLate(threadId);
-    return appended.seq;
+    if (!this.hooks.serves(shard) || !this.hooks.mayAppend()) {
+      // Landed after this engine stopped serving the shard: the owner now is told (its copy lacks it), and this one answers as if it had not.
+      ended(null, false);
+      this.hooks.wroteLate(threadId);
+      throw TurnloomError.tryAgain(`engine ${this.engineId} lost thread ${threadId} while writing it; try again: the command is in the log, and its next owner answers it`, { threadId, commandId });
+    }
+    this.fence(threadId, appended.seq);
+    return { seq: appended.seq, ended };
   }
 
   lastSeq(): number {

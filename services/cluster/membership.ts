@@ -14,6 +14,9 @@ export interface MembershipOptions {
 /** A clock that never jumps: leases and silences are measured on it, never on the wall clock. */
 const monotonic = (): number => performance.now();
 
+/** After how many TTLs of silence an engine is forgotten altogether. */
+const FORGET_AFTER_TTLS = 10;
+
 /** The first wait before following the bucket again after its watch ended; it doubles up to the last. */
 const REWATCH_MS = [250, 500, 1_000, 2_000, 5_000] as const;
 
@@ -193,6 +196,8 @@ export class Membership {
   /** The members as the watch shows them: gone once its own key came back a TTL later than theirs, or deleted. */
   private check(): void {
     const reference = this.seen.get(this.options.engineId) ?? monotonic();
+    // nats-server 2.9 says nothing of a key that lapsed: an engine long gone is forgotten here, or the map would keep every engine that ever ran.
+    for (const [engineId, at] of this.seen) if (engineId !== this.options.engineId && reference - at > FORGET_AFTER_TTLS * this.options.ttlMs) this.seen.delete(engineId);
     const members = [...this.seen]
       .filter(([engineId, at]) => engineId === this.options.engineId || reference - at < this.options.ttlMs)
       .map(([engineId]) => engineId)

@@ -38,6 +38,8 @@ const CALLER_REPLY = 'turnloom-caller-reply';
 const HOPS = 'turnloom-hops';
 /** On a list's part passed to one engine: the shards it answers for. */
 const SHARDS = 'turnloom-shards';
+/** On an answer from an engine that serves nothing now (its membership lapsed, its folder failed): why. */
+const NOT_SERVING = 'turnloom-not-serving';
 /** On the answer to a part of `thread.list`: each thread's place in the listing, in the answer's order. */
 const POSITIONS = 'turnloom-positions';
 
@@ -93,12 +95,28 @@ export class RequestRouter {
     return this.routeFrom(message, serve, 0, message.reply);
   }
 
-  /** `answerTo`: where the answer goes, the caller's reply or, for a request passed on, the inbox of the engine that passed it. */
+  /**
+   * `answerTo`: where the answer goes, the caller's reply or, for a request
+   * passed on, the inbox of the engine that passed it. Whatever goes wrong
+   * on the way (a shard that cannot be taken, JetStream away) is answered,
+   * `unavailable`, never left for the caller to wait out.
+   */
   private async routeFrom(original: BusMessage, serve: (message: BusMessage) => Promise<void>, hops: number, answerTo: string | undefined): Promise<void> {
     // Nothing can be answered (a bare publish, a reply that is not an inbox): served here, where it is refused as ever.
     if (!original.reply || !isInbox(original.reply) || !answerTo) return serve(original);
+    try {
+      await this.routeAnswerable(original, serve, hops, answerTo);
+    } catch (error) {
+      this.answer(answerTo, error instanceof TurnloomError ? error : TurnloomError.tryAgain(`engine ${this.placement.engineId} could not route the request: ${error instanceof Error ? error.message : String(error)}; try again`));
+    }
+  }
+
+  private async routeAnswerable(original: BusMessage, serve: (message: BusMessage) => Promise<void>, hops: number, answerTo: string): Promise<void> {
     const why = this.placement.notServing();
-    if (why !== null) return this.answer(answerTo, new TurnloomError('unavailable', `engine ${this.placement.engineId} serves nothing for now (${why}); try again: another engine answers`, { engineId: this.placement.engineId }));
+    if (why !== null) {
+      // Said in a header too: an engine that passed the request on takes the thread's shard and serves it, rather than pass this back.
+      return this.answer(answerTo, TurnloomError.tryAgain(`engine ${this.placement.engineId} serves nothing for now (${why}); try again: another engine answers`, { engineId: this.placement.engineId }), { [NOT_SERVING]: why });
+    }
     const addressed = this.address(original);
     if (!addressed?.threadId) {
       if (addressed?.kind === 'api' && listMethods.has(addressed.method as ApiMethod)) return this.gather(addressed, answerTo);
@@ -111,7 +129,7 @@ export class RequestRouter {
     const { placement } = this;
     const shard = placement.shardOf(threadId);
     const here = async () => {
-      const prepared = await placement.prepare(threadId).catch((error: unknown) => (error instanceof TurnloomError ? error : new TurnloomError('unavailable', `thread ${threadId} could not be read from the log: ${String(error)}; try again`)));
+      const prepared = await placement.prepare(threadId).catch((error: unknown) => (error instanceof TurnloomError ? error : TurnloomError.tryAgain(`thread ${threadId} could not be read from the log: ${String(error)}; try again`)));
       if (prepared instanceof TurnloomError) return this.answer(answerTo, prepared);
       if (!prepared) return this.routeTo(threadId, addressed, serve, hops + 1, answerTo);
       this.counts.servedHere += 1;
@@ -120,7 +138,7 @@ export class RequestRouter {
     if (placement.holds(shard)) return here();
     if (hops >= 2) {
       // Passed on twice and still not at its owner: the shard is changing hands; asked again, it will have settled.
-      return this.answer(answerTo, new TurnloomError('unavailable', `thread ${threadId} is changing hands between engines; try again`, { threadId }));
+      return this.answer(answerTo, TurnloomError.tryAgain(`thread ${threadId} is changing hands between engines; try again`, { threadId }));
     }
     const owner = placement.liveOwnerOf(shard);
     if (owner !== null && owner !== placement.engineId) {
@@ -184,15 +202,15 @@ export class RequestRouter {
     });
     try {
       const answer = await Promise.race([this.bus.request(this.subjects.engineRelay(owner, tail), message.data, { headers: this.relayHeaders(message, hops), timeoutMs: FORWARD_TIMEOUT_MS }), ownerGone]);
-      if (answer === 'gone') {
-        this.log.info({ owner, subject: message.subject }, 'the owner of a shard went away while serving a request; taking it');
+      if (answer === 'gone' || answer.headers[NOT_SERVING] !== undefined) {
+        this.log.info({ owner, subject: message.subject }, 'the owner of a shard went away, or serves nothing now; taking it');
         return true;
       }
       this.pass(answer, answerTo);
       return false;
     } catch (error) {
       if (error instanceof BusError && error.kind === 'no_responders') return true;
-      this.answer(answerTo, error instanceof TurnloomError ? error : new TurnloomError('unavailable', `engine ${owner} did not answer: ${String(error)}`));
+      this.answer(answerTo, error instanceof TurnloomError ? error : TurnloomError.tryAgain(`engine ${owner} did not answer: ${String(error)}`));
       return false;
     } finally {
       clearInterval(checker);
@@ -210,8 +228,8 @@ export class RequestRouter {
     this.bus.publish(answerTo, answer.data, { headers: { 'content-type': answer.headers['content-type'] ?? 'application/json', ...(engine ? { [ENGINE_HEADER]: engine } : {}) } });
   }
 
-  private answer(answerTo: string, error: TurnloomError): void {
-    this.bus.publish(answerTo, encode({ error: error.toJSON() }, 'application/json'), { headers: { 'content-type': 'application/json' } });
+  private answer(answerTo: string, error: TurnloomError, headers: Record<string, string> = {}): void {
+    this.bus.publish(answerTo, encode({ error: error.toJSON() }, 'application/json'), { headers: { ...headers, 'content-type': 'application/json' } });
   }
 
   /**
@@ -231,25 +249,32 @@ export class RequestRouter {
     try {
       owners = await this.placement.owners();
     } catch (error) {
-      return this.answer(answerTo, error instanceof TurnloomError ? error : new TurnloomError('unavailable', String(error)));
+      return this.answer(answerTo, error instanceof TurnloomError ? error : TurnloomError.tryAgain(String(error)));
     }
     const tail = this.subjects.tailOf(addressed.message.subject)!;
     const parts: ListAnswer[] = [];
+    const ask = async (engineId: string, shards: readonly number[]): Promise<void> => {
+      let reply: BusMessage;
+      try {
+        reply = await this.bus.request(this.subjects.engineRelay(engineId, tail), addressed.message.data, {
+          headers: this.relayHeaders(addressed.message, 0, { [SHARDS]: shards.join(',') }),
+          timeoutMs: PART_TIMEOUT_MS,
+        });
+      } catch (error) {
+        // Nobody listens for that engine any more (it died before its membership lapsed): its shards are taken here, and this engine answers for them.
+        if (!(error instanceof BusError && error.kind === 'no_responders') || engineId === this.placement.engineId) throw error;
+        for (const shard of shards) if (!(await this.placement.take(shard, engineId))) throw TurnloomError.tryAgain(`shard ${shard} is changing hands; try again`, { shard });
+        return ask(this.placement.engineId, shards);
+      }
+      const body = decode(reply.data, contentTypeOf(reply.headers, reply.data)) as { result?: Record<string, unknown>; error?: { code: string; message: string; details?: Record<string, unknown> } };
+      if (body.error) throw TurnloomError.fromJSON(body.error as Parameters<typeof TurnloomError.fromJSON>[0]);
+      parts.push({ result: body.result!, positions: reply.headers[POSITIONS]?.split(',').map(Number) ?? [] });
+    };
     try {
-      await Promise.all(
-        [...owners].map(async ([engineId, shards]) => {
-          const reply = await this.bus.request(this.subjects.engineRelay(engineId, tail), addressed.message.data, {
-            headers: this.relayHeaders(addressed.message, 0, { [SHARDS]: shards.join(',') }),
-            timeoutMs: PART_TIMEOUT_MS,
-          });
-          const body = decode(reply.data, contentTypeOf(reply.headers, reply.data)) as { result?: Record<string, unknown>; error?: { code: string; message: string; details?: Record<string, unknown> } };
-          if (body.error) throw TurnloomError.fromJSON(body.error as Parameters<typeof TurnloomError.fromJSON>[0]);
-          const positions = reply.headers[POSITIONS]?.split(',').map(Number) ?? [];
-          parts.push({ result: body.result!, positions });
-        }),
-      );
+      await Promise.all([...owners].map(([engineId, shards]) => ask(engineId, shards)));
     } catch (error) {
-      return this.answer(answerTo, error instanceof TurnloomError ? error : new TurnloomError('unavailable', `an engine did not answer its part of ${method}: ${String(error)}; try again`));
+      const cause = error instanceof Error ? error.message : String(error);
+      return this.answer(answerTo, error instanceof TurnloomError && error.details.retryAfterMs !== undefined ? error : TurnloomError.tryAgain(`an engine did not answer its part of ${method} (${cause}); try again`));
     }
     const result = mergeLists(method, parts, parsed.data.limit, this.replyBudgetBytes);
     this.bus.publish(answerTo, encode({ result }, addressed.contentType), { headers: { 'content-type': addressed.contentType } });
@@ -261,7 +286,7 @@ export class RequestRouter {
     try {
       this.pass(await this.bus.request(this.subjects.engineRelay(this.placement.engineId, tail), message.data, { headers: this.relayHeaders(message, 1), timeoutMs: PART_TIMEOUT_MS }), answerTo);
     } catch (error) {
-      this.answer(answerTo, error instanceof TurnloomError ? error : new TurnloomError('unavailable', String(error)));
+      this.answer(answerTo, error instanceof TurnloomError ? error : TurnloomError.tryAgain(String(error)));
     }
   }
 
@@ -272,7 +297,7 @@ export class RequestRouter {
    */
   private async servePart(message: BusMessage, shards: readonly number[], serve: Serve, answerTo: string): Promise<void> {
     if (!(await this.placement.covers(shards))) {
-      return this.answer(answerTo, new TurnloomError('unavailable', `shards moved while a list was asked of engine ${this.placement.engineId}; try again`));
+      return this.answer(answerTo, TurnloomError.tryAgain(`shards moved while a list was asked of engine ${this.placement.engineId}; try again`));
     }
     if (!message.subject.endsWith('.thread.list')) return serve(message, answerTo);
     const answer = await this.capture(message, serve);
@@ -324,7 +349,10 @@ export class RequestRouter {
         shards === undefined
           ? this.routeFrom(routed, serveFor(routed.subject, answerTo), Number(hops ?? 1), answerTo)
           : this.servePart(routed, shards === '' ? [] : shards.split(',').map(Number), serve.api, answerTo);
-      serving.catch((error: unknown) => this.log.error({ subject: routed.subject, error: String(error) }, 'could not serve a request passed on by another engine'));
+      serving.catch((error: unknown) => {
+        this.log.error({ subject: routed.subject, error: String(error) }, 'could not serve a request passed on by another engine');
+        this.answer(answerTo, TurnloomError.tryAgain(`engine ${engineId} could not serve its part: ${error instanceof Error ? error.message : String(error)}; try again`));
+      });
     };
     return [
       this.bus.subscribe(this.subjects.apiAtAll(engineId), direct),

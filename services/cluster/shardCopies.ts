@@ -110,21 +110,27 @@ export class ShardCopies {
     }
   }
 
-  /** An append of this engine's to a shard it owns is under way: the shard's position waits for it. */
-  appending(shard: number): void {
+  /**
+   * An append of this engine's to a shard it owns is under way: the shard's
+   * position waits for it. The answer says how it ended: in the folder at
+   * `seq`; or not (`seq` null: refused, a duplicate, or an unknown outcome;
+   * `inFolder` false: the folder failed), and then a message of the shard
+   * may be missing here, so the position stays until the shard is read again.
+   * It counts only for this time of owning the shard: one that ends after the
+   * shard was lost (and perhaps taken again) changes nothing.
+   */
+  appending(shard: number): (seq: number | null, inFolder: boolean) => void {
     const writes = this.own.get(shard);
-    if (writes) writes.inFlight += 1;
-  }
-
-  /** That append is in the folder (`seq`), or never will be (`null`: it failed, or its outcome is unknown). */
-  appended(shard: number, seq: number | null, inFolder: boolean): void {
-    const writes = this.own.get(shard);
-    if (!writes) return;
-    writes.inFlight -= 1;
-    if (seq !== null && !inFolder) writes.broken = true;
-    if (seq !== null && inFolder) writes.highest = Math.max(writes.highest, seq);
-    // With nothing under way, everything up to the highest of its own writes is in: no other engine writes the shard.
-    if (writes.inFlight === 0 && !writes.broken) this.advance(shard, writes.highest);
+    if (!writes) return () => undefined;
+    writes.inFlight += 1;
+    return (seq, inFolder) => {
+      if (this.own.get(shard) !== writes) return;
+      writes.inFlight -= 1;
+      if (seq === null || !inFolder) writes.broken = true;
+      else writes.highest = Math.max(writes.highest, seq);
+      // With nothing under way, everything up to the highest of its own writes is in: no other engine writes the shard.
+      if (writes.inFlight === 0 && !writes.broken) this.advance(shard, writes.highest);
+    };
   }
 
   /** Another engine wrote the shard while this one owned it (it was paused or cut off, and not yet told): the position stays until the shard is read again. */

@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { CasBucket, Versioned } from '../../adapters/jetstream/index.ts';
 import { type Logger, TurnloomError } from '../../domain/index.ts';
 import type { Membership } from './membership.ts';
@@ -6,8 +7,8 @@ import type { Membership } from './membership.ts';
 export interface ShardHooks {
   /** This engine just wrote itself in as the shard's owner: bring its copy up to the log and take up what is open; throwing undoes the take. */
   acquired(shard: number): Promise<void>;
-  /** This engine no longer owns the shard: it let it go, another engine took it, or it stopped serving. */
-  lost(shard: number): void;
+  /** This engine no longer owns the shard: it let it go (`letGo`), or learned late that it lost it (another engine took it, or it stopped serving). */
+  lost(shard: number, letGo: boolean): void;
 }
 
 /** How many times a take is tried again when another engine's write got between the read and the write. */
@@ -38,7 +39,8 @@ export class ShardOwnership {
   private readonly owners = new Map<number, Versioned>();
   private readonly mine = new Map<number, Held>();
   private readonly taking = new Map<number, Promise<boolean>>();
-  private watcher: { stop(): void; done: Promise<void>; caughtUp: Promise<void> } | undefined;
+  private watcher: { stop(): void; done: Promise<void> } | undefined;
+  private stopped = false;
 
   constructor(
     private readonly bucket: CasBucket,
@@ -53,9 +55,18 @@ export class ShardOwnership {
   }
 
   async start(): Promise<this> {
-    this.watcher = await this.bucket.watch((key, entry) => {
+    await (await this.follow()).caughtUp;
+    return this;
+  }
+
+  /** One watch of the bucket for as long as the engine runs, followed again whenever it ends; the directory as it is comes first. */
+  private async follow(): Promise<{ caughtUp: Promise<void> }> {
+    const watcher = await this.bucket.watch((key, entry) => {
       const shard = shardOfKey(key);
       if (shard === undefined) return;
+      const known = this.owners.get(shard);
+      // A write of this engine's own may have put a newer revision here already (see attemptTake).
+      if (entry && known && known.revision > entry.revision) return;
       if (entry) this.owners.set(shard, entry);
       else this.owners.delete(shard);
       const held = this.mine.get(shard);
@@ -65,9 +76,24 @@ export class ShardOwnership {
         this.drop(shard);
       }
     });
-    // The directory as it is comes first: until it is in, every shard would look unowned.
-    await this.watcher.caughtUp;
-    return this;
+    this.watcher = watcher;
+    void watcher.done
+      .catch((error: unknown) => this.log.debug({ error: error instanceof Error ? error.message : String(error) }, 'the ownership watch ended'))
+      .then(() => this.rewatch());
+    return watcher;
+  }
+
+  private async rewatch(): Promise<void> {
+    for (let attempt = 0; !this.stopped; attempt++) {
+      await sleep(Math.min(5_000, 250 * 2 ** attempt));
+      if (this.stopped) return;
+      try {
+        await this.follow();
+        return;
+      } catch (error) {
+        this.log.debug({ error: error instanceof Error ? error.message : String(error) }, 'could not watch the shards’ owners');
+      }
+    }
   }
 
   /** Whether this engine owns the shard now, as far as it knows (its copy may still be coming up: see `ready`). */
@@ -132,16 +158,23 @@ export class ShardOwnership {
       // Named after this engine already (a run before this one, or before it stopped serving): taken anew all the same.
       const revision = seen === null ? await this.bucket.create(keyOf(shard), this.engineId) : await this.bucket.update(keyOf(shard), this.engineId, seen.revision);
       if (revision === null) continue;
-      this.owners.set(shard, { value: this.engineId, revision });
+      // The watch may have brought a newer write already (another engine's, after this one): it is not undone here.
+      if ((this.owners.get(shard)?.revision ?? 0) < revision) this.owners.set(shard, { value: this.engineId, revision });
       let whole!: () => void;
       const held: Held = { revision, ready: new Promise<void>((resolve) => (whole = resolve)), whole: false };
       this.mine.set(shard, held);
+      if (this.ownerOf(shard) !== this.engineId) {
+        // Taken from this engine between its write and now: it never owned it.
+        this.mine.delete(shard);
+        whole();
+        return false;
+      }
       try {
         await this.hooks.acquired(shard);
       } catch (error) {
         if (this.mine.get(shard) === held) {
           this.mine.delete(shard);
-          this.hooks.lost(shard);
+          this.hooks.lost(shard, true);
         }
         whole();
         await this.bucket.delete(keyOf(shard), revision).catch(() => false);
@@ -153,14 +186,14 @@ export class ShardOwnership {
       if (seen !== null && seen.value !== this.engineId) this.log.info({ shard, from: seen.value }, 'shard taken over');
       return true;
     }
-    throw new TurnloomError('unavailable', `shard ${shard} kept changing hands while engine ${this.engineId} took it; try again`, { shard });
+    throw TurnloomError.tryAgain(`shard ${shard} kept changing hands while engine ${this.engineId} took it; try again`, { shard });
   }
 
   /** Lets the shard go (this engine stops, or hands it to the engine it belongs to now), so the next owner need not wait to take it. */
   async release(shard: number): Promise<void> {
     const held = this.mine.get(shard);
     if (!held) return;
-    this.drop(shard);
+    this.drop(shard, true);
     await this.bucket.delete(keyOf(shard), held.revision).catch(() => false);
   }
 
@@ -170,10 +203,10 @@ export class ShardOwnership {
     if (entry?.value === this.engineId && !this.mine.has(shard)) await this.bucket.delete(keyOf(shard), entry.revision);
   }
 
-  /** Forgets that this engine owns the shard, whatever the bucket says (it was taken, or this engine stopped serving). */
-  drop(shard: number): void {
+  /** Forgets that this engine owns the shard, whatever the bucket says (it was taken, or this engine stopped serving; or `letGo`, by its own choice). */
+  drop(shard: number, letGo = false): void {
     if (!this.mine.delete(shard)) return;
-    this.hooks.lost(shard);
+    this.hooks.lost(shard, letGo);
   }
 
   /** Forgets every shard: this engine stops serving, so any of them may be another's now. */
@@ -187,6 +220,7 @@ export class ShardOwnership {
   }
 
   async stop(): Promise<void> {
+    this.stopped = true;
     this.watcher?.stop();
     await this.watcher?.done.catch(() => undefined);
     await this.releaseAll();

@@ -93,8 +93,12 @@ const leaseKey = (threadId: string, turnId: string) => `${threadId}/${turnId}`;
 
 export const DEFAULT_MAX_RUNNING_TURNS = 500;
 export const DEFAULT_MAX_WAITING_TURNS = 5_000;
-/** How long after a lease was granted a heartbeat that leaves it out says the worker does not run it (far more than a claim's answer takes, and clocks' skew). */
-const UNRUN_AFTER_MS = 3_000;
+/**
+ * How long after a lease was granted a heartbeat that leaves it out says the
+ * worker does not run it: more than a claim's answer takes, clocks' skew,
+ * and the longest a worker's heartbeat may be on its way (its 4-s wait).
+ */
+const UNRUN_AFTER_MS = 5_000;
 /** What an `overloaded` answer suggests waiting: about the time a slot takes to free at the default limits. */
 const OVERLOADED_RETRY_MS = 1_000;
 
@@ -295,6 +299,11 @@ export class WorkerGateway {
    * answers what that changed and where the tree before it was saved. One
    * run per revert: a client retrying while it runs waits for the same one.
    */
+  /** Whether this engine is running that revert now. */
+  reverting(revertId: string): boolean {
+    return this.reverts.has(revertId);
+  }
+
   revert(environment: string, task: Omit<RevertTask, 'task'>, timeoutMs = 120_000): Promise<RevertAnswer> {
     const running = this.reverts.get(task.revertId);
     if (running) return running;
@@ -549,6 +558,8 @@ export class WorkerGateway {
   private react(events: readonly StoredEvent[]): void {
     const freed = this.leases.size;
     for (const { threadId, event } of events) {
+      // A commit that ended as this engine of a cluster lost the thread: its new owner keeps the clocks.
+      if (!this.owns(threadId)) continue;
       switch (event.type) {
         case 'turn.requested':
           this.waiting.set(leaseKey(threadId, event.turnId), { threadId, turnId: event.turnId });
@@ -700,8 +711,17 @@ export class WorkerGateway {
           reason: why(lease),
           maxResumes: this.options.maxResumes,
         })
-        .catch(this.ignoreSettled);
-      if (this.leases.get(leaseKey(lease.threadId, lease.turnId)) === lease) this.leases.delete(leaseKey(lease.threadId, lease.turnId));
+        .then(
+          () => true,
+          (error: unknown) => {
+            this.ignoreSettled(error);
+            // Not now (the log did not take it): the clock stays, and the next tick tries again.
+            return !(error instanceof TurnloomError && error.code === 'unavailable');
+          },
+        )
+        .then((done) => {
+          if (done && this.leases.get(leaseKey(lease.threadId, lease.turnId)) === lease) this.leases.delete(leaseKey(lease.threadId, lease.turnId));
+        });
     }
   }
 

@@ -12,6 +12,8 @@ export interface CrashRepairOptions {
   concurrency?: number;
   /** In a cluster: whether this engine owns the thread (only its owner repairs it). */
   owns?: (threadId: string) => boolean;
+  /** Whether this process is running that revert (so none of its own is taken for one a dead process left). */
+  runs?: (revertId: string) => boolean;
   log?: Logger;
 }
 
@@ -75,7 +77,8 @@ export class CrashRepair {
    */
   async adopt(threadId: string): Promise<void> {
     const revert = this.engine.listOpenReverts().find((open) => open.threadId === threadId);
-    if (revert) await this.endRevert(threadId, revert.revertId);
+    // One this process still runs (it took back its own thread, or read it again) is left to finish.
+    if (revert && !this.options.runs?.(revert.revertId)) await this.endRevert(threadId, revert.revertId);
     const turnId = this.engine.summary(threadId)?.openTurnId;
     if (turnId) await this.repair(threadId, turnId);
   }

@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { MSGPACK, type Subjects, decode, encode } from '../../bus/index.ts';
-import { type Bus, BusError, type BusMessage, type ErrorBody, TurnloomError } from '../../domain/index.ts';
-import { EngineAddresses, nextAttemptMs } from '../../protocol/engineAddress.ts';
+import { type Bus, type BusMessage, type ErrorBody, TurnloomError } from '../../domain/index.ts';
+import { EngineAddresses, askEngines, unavailableIn } from '../../protocol/engineAddress.ts';
 import type { WorkerMethod } from '../dispatch/workerProtocol.ts';
 
 /** Answers that say "not now" (the engine is away, restarting, or the bus is reconnecting), as opposed to "no". */
@@ -35,37 +35,25 @@ export class WorkerLink {
   /**
    * One request, to the engine of a cluster that last answered for its
    * thread when there is one (see `protocol/engineAddress.ts`), else through
-   * the environment's shared subject; silence is asked again there.
+   * the environment's shared subject; silence is asked again there. A hello
+   * is sent once: another follows within a second, with what the worker
+   * runs by then, where a hello sent again would say what it ran before.
    */
   async call<T>(method: WorkerMethod, body: object, headers: Record<string, string> = {}): Promise<T> {
-    const threadId = 'threadId' in body && typeof body.threadId === 'string' ? body.threadId : undefined;
-    const data = encode(body, MSGPACK);
-    const deadline = performance.now() + this.timeoutMs;
-    for (let attempt = 0; ; attempt++) {
-      const engineId = this.addresses.of(threadId);
-      const subject = engineId ? this.subjects.workerAt(this.environment, engineId, method) : this.subjects.worker(this.environment, method);
-      let reply: BusMessage;
-      try {
-        reply = await this.bus.request(subject, data, { headers: { ...headers, 'content-type': MSGPACK }, timeoutMs: nextAttemptMs(attempt, deadline - performance.now()) });
-      } catch (error) {
-        this.addresses.forget(threadId);
-        const again = engineId !== undefined || (error instanceof BusError && error.kind === 'timeout');
-        if (!again || deadline - performance.now() <= 0) throw error;
-        continue;
-      }
-      const answer = decode(reply.data, reply.headers['content-type'] === 'application/json' ? 'application/json' : MSGPACK) as { result: T } | { error: ErrorBody };
-      if ('error' in answer) {
-        const error = TurnloomError.fromJSON(answer.error);
-        // The engine addressed no longer serves the thread: the shared subject finds the one that does.
-        if (engineId !== undefined && error.code === 'unavailable' && deadline - performance.now() > 0) {
-          this.addresses.forget(threadId);
-          continue;
-        }
-        throw error;
-      }
-      this.addresses.learn(threadId, reply.headers);
-      return answer.result;
-    }
+    const answerOf = (reply: BusMessage) => decode(reply.data, reply.headers['content-type'] === 'application/json' ? 'application/json' : MSGPACK) as { result: T } | { error: ErrorBody };
+    const reply = await askEngines(this.bus, {
+      subjectFor: (engineId) => (engineId ? this.subjects.workerAt(this.environment, engineId, method) : this.subjects.worker(this.environment, method)),
+      data: encode(body, MSGPACK),
+      headers: { ...headers, 'content-type': MSGPACK },
+      timeoutMs: this.timeoutMs,
+      threadId: 'threadId' in body && typeof body.threadId === 'string' ? body.threadId : undefined,
+      addresses: this.addresses,
+      retried: method !== 'hello',
+      unavailable: (answer) => unavailableIn(answerOf(answer)),
+    });
+    const answer = answerOf(reply);
+    if ('error' in answer) throw TurnloomError.fromJSON(answer.error);
+    return answer.result;
   }
 
   /** A request whose answer nobody waits for: no timer is left behind. */
