@@ -117,7 +117,7 @@ export class ThreadLogStream {
     if (!Number.isInteger(shards)) {
       throw new TurnloomError(
         'conflict',
-        `the stream ${options.name} was made by a turnloom without shards (a subject per thread): back its threads up with \`nats stream backup\`, delete it (\`nats stream rm ${options.name}\`) and the buckets KV_${options.name.replace(/_LOG$/, '')}_ENGINES and _OWNERS, and start the engines again with empty data folders`,
+        `the stream ${options.name} was made by a turnloom without shards (a subject per thread): back its threads up with \`nats stream backup\`, delete it (\`nats stream rm ${options.name}\`) and the buckets' streams KV_${options.name.replace(/_LOG$/, '')}_ENGINES and KV_${options.name.replace(/_LOG$/, '')}_OWNERS, and start the engines again with empty data folders`,
         { stream: options.name, description },
       );
     }

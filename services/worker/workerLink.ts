@@ -35,9 +35,10 @@ export class WorkerLink {
   /**
    * One request, to the engine of a cluster that last answered for its
    * thread when there is one (see `protocol/engineAddress.ts`), else through
-   * the environment's shared subject; silence is asked again there. A hello
-   * is sent once: another follows within a second, with what the worker
-   * runs by then, where a hello sent again would say what it ran before.
+   * the environment's shared subject; silence is asked again there. (A hello
+   * asked again says what the worker ran when it was made, up to the 4 s of
+   * its wait: the engine counts a lease a hello leaves out as not run only
+   * past that, see the gateway's `UNRUN_AFTER_MS`.)
    */
   async call<T>(method: WorkerMethod, body: object, headers: Record<string, string> = {}): Promise<T> {
     const answerOf = (reply: BusMessage) => decode(reply.data, reply.headers['content-type'] === 'application/json' ? 'application/json' : MSGPACK) as { result: T } | { error: ErrorBody };
@@ -48,7 +49,7 @@ export class WorkerLink {
       timeoutMs: this.timeoutMs,
       threadId: 'threadId' in body && typeof body.threadId === 'string' ? body.threadId : undefined,
       addresses: this.addresses,
-      retried: method !== 'hello',
+      retried: true,
       unavailable: (answer) => unavailableIn(answerOf(answer)),
     });
     const answer = answerOf(reply);

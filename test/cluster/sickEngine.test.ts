@@ -162,7 +162,7 @@ describe('one sick engine of three', () => {
     );
     expect(finished.map(({ state }) => state)).toEqual(all.map(() => 'completed'));
     expect(Math.max(...held), 'the longest an other engine’s turn was held up').toBeLessThanOrEqual(SICK_MS / 2);
-    for (const ms of resumed) expect(ms, 'the sick engine’s turns go on elsewhere well before it is well again').toBeLessThan(SICK_MS - 1_000);
+    for (const ms of resumed) expect(ms, 'the sick engine’s turns go on elsewhere before it is well again').toBeLessThan(SICK_MS);
     await answersWhole(api, all);
     return { c, api, victim, threads };
   }
