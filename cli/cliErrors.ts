@@ -1,8 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { type ParseArgsConfig, parseArgs } from 'node:util';
-import type { ZodError, ZodType } from 'zod';
+import type { ZodError } from 'zod';
 import { TurnloomError } from '../domain/errors.ts';
-import { parseJsonText } from '../services/config/index.ts';
 
 /**
  * A mistake on the command line or in a file the user named: printed as one
@@ -70,31 +69,6 @@ export function readUserFile(option: string, path: string): string {
     if (code === 'ENOTDIR') throw new UsageError(`${option} ${path}: a part of the path is not a folder`);
     throw new UsageError(`${option} ${path}: cannot read it (${(error as Error).message})`);
   }
-}
-
-export interface JsonFileOptions {
-  /** What the file should hold, for the message: "an auth file". */
-  expected: string;
-  /** Called with the parsed JSON before the schema check (to register secrets it holds). */
-  inspect?: (raw: unknown) => void;
-  /** Rewrites a failing path before it is shown (to hide secrets used as keys). */
-  hidePath?: (path: PropertyKey[]) => PropertyKey[];
-}
-
-/** Reads, parses and schema-checks a JSON file the user named; every failure is one `UsageError` line. */
-export function readJsonFile<S extends ZodType>(option: string, path: string, schema: S, options: JsonFileOptions): ReturnType<S['parse']> {
-  const text = readUserFile(option, path);
-  // Strict JSON, as every other tool that writes these files does; where it is not, where and why but never the text (a file named by mistake, /etc/shadow, must not be printed).
-  const parsed = parseJsonText(text, 'json');
-  if (!parsed.ok) {
-    const { line, column, problem } = parsed.error;
-    throw new UsageError(`${option} ${path}:${line}:${column}: not JSON (${problem}); expected ${options.expected}`);
-  }
-  const raw = parsed.value;
-  options.inspect?.(raw);
-  const checked = schema.safeParse(raw);
-  if (!checked.success) throw new UsageError(`${option} ${path}: not ${options.expected}: ${summarizeZodError(checked.error, options.hidePath)}`);
-  return checked.data as ReturnType<S['parse']>;
 }
 
 /** An integer option, checked against its bounds; `undefined` when not given. */

@@ -4,7 +4,8 @@ import { LazyProvider } from '../adapters/providers/lazyProvider.ts';
 import { type Script, ScriptedProvider, scriptSchema } from '../adapters/providers/scriptedProvider.ts';
 import type { ProviderAdapter, ProviderChoice } from '../domain/index.ts';
 import { type EnvironmentOverride, type ProviderKind, type TurnloomConfig, builtInProviders, providerKinds } from '../services/config/index.ts';
-import { UsageError, readJsonFile } from './cliErrors.ts';
+import { UsageError } from './cliErrors.ts';
+import { readJsonFile } from './readJsonFile.ts';
 import { registerSecret } from './redact.ts';
 
 /** Every provider turnloom knows without configuration, and what makes each available. */
