@@ -12,18 +12,18 @@ const MAX_STATUS_CHARS = 4_000;
 
 /** The repository `cwd` is in, or `null` when it is in none (or git is missing). Runs git as every turnloom git runs: none of the repository's code. */
 export async function repositoryState(cwd: string): Promise<RepositoryState | null> {
-  let root: string;
-  try {
-    root = (await runGit({ cwd }, ['rev-parse', '--show-toplevel'])).trim();
-  } catch {
-    return null;
-  }
-  const git = await gitFor({ cwd: root }).catch(() => null);
-  // The branch and the status read the repository side by side: a turn's first model call waits for both.
-  const [branchName, statusText] = await Promise.all([
-    git?.(['symbolic-ref', '--quiet', '--short', 'HEAD'], { emptyOnExit: [1, 128] }).catch(() => '') ?? '',
-    git?.(['status', '--porcelain=v1', '--untracked-files=normal']).catch(() => '') ?? '',
+  // The root, the branch and the status are read side by side: a turn's first model call waits for all three. Run from `cwd` (not
+  // the root, which the first gives): a repository's config is the same from any of its folders, and porcelain paths are the root's.
+  const git = gitFor({ cwd }).catch(() => null);
+  const [root, branchName, statusText] = await Promise.all([
+    runGit({ cwd }, ['rev-parse', '--show-toplevel']).then(
+      (out) => out.trim(),
+      () => null,
+    ),
+    git.then((run) => run?.(['symbolic-ref', '--quiet', '--short', 'HEAD'], { emptyOnExit: [1, 128] }).catch(() => '') ?? ''),
+    git.then((run) => run?.(['status', '--porcelain=v1', '--untracked-files=normal']).catch(() => '') ?? ''),
   ]);
+  if (root === null) return null;
   const branch = branchName.trim() || null;
   const lines = statusText.split('\n').filter((line) => line.length > 0);
   let status = lines.slice(0, MAX_STATUS_LINES).join('\n');

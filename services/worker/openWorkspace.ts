@@ -29,9 +29,9 @@ export interface Workspace {
  */
 export async function openWorkspace(dir: string, options: WorkspaceOptions = {}): Promise<Workspace> {
   const root = resolve(dir);
-  const store = await Checkpoints.open(root, { exclude: [...(options.exclude ?? [])] });
   const tools = new WorkspaceTools({ root, hiddenPaths: (options.hide ?? []).map((path) => resolve(path)) });
-  const isolation = await tools.isolation();
+  // Side by side: both are a few processes waited for (git's, the confinement's probe), and a run's first model call waits for them.
+  const [store, isolation] = await Promise.all([Checkpoints.open(root, { exclude: [...(options.exclude ?? [])] }), tools.isolation()]);
   return {
     root,
     project: store?.root ?? root,
