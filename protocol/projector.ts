@@ -2,7 +2,7 @@ import { DEFAULT_ENVIRONMENT, type ApprovalView, type ContextView, type Provider
 import { approvalMachine, partMachine, sessionMachine, turnMachine } from '../machines/index.ts';
 import type { AnyStateMachine, StateValue } from 'xstate';
 import { stateName } from '../machines/strictSend.ts';
-import { type LifecycleState, advanceLifecycle, initialStateName } from '../machines/lifecycleState.ts';
+import { type LifecycleState, advanceLifecycle, advanceStateName, initialStateName } from '../machines/lifecycleState.ts';
 import { advanceCursor } from '../domain/logInvariants.ts';
 import { type Delivery, routeEvent } from '../machines/routeEvent.ts';
 
@@ -145,12 +145,19 @@ function stepped<C extends object>(machine: AnyStateMachine, current: LifecycleS
   return snapshot ? { state: stateName(snapshot.value), context: snapshot.context as C } : advanceLifecycle(machine, current, delivery.event);
 }
 
+/** Only the name of the state after a delivery, for the entities whose context the view does not keep. */
+function steppedName<C extends object>(machine: AnyStateMachine, current: LifecycleState<C>, delivery: Delivery & { event: { type: string } }, given: SteppedSnapshot | undefined): string {
+  const snapshot = given?.(delivery);
+  return snapshot ? stateName(snapshot.value) : advanceStateName(machine, current, delivery.event);
+}
+
 /** Moves the state names of every entity the event concerns, using the machines themselves. */
 function advanceStates(view: ThreadView, deliveries: Delivery[], given: SteppedSnapshot | undefined): ThreadView {
   let next = view;
   for (const delivery of deliveries) {
     if (delivery.event === null) continue;
     const step = <C extends object>(machine: AnyStateMachine, current: LifecycleState<C>) => stepped(machine, current, delivery as Delivery & { event: { type: string } }, given);
+    const name = <C extends object>(machine: AnyStateMachine, current: LifecycleState<C>) => steppedName(machine, current, delivery as Delivery & { event: { type: string } }, given);
     switch (delivery.machine) {
       case 'session': {
         const { state, context } = step(sessionMachine, { state: next.session.state, context: { threadId: next.id, providerSessionId: next.session.providerSessionId, failure: next.session.failure } });
@@ -160,14 +167,14 @@ function advanceStates(view: ThreadView, deliveries: Delivery[], given: SteppedS
       case 'turn':
         next = mapTurn(next, delivery.id, (turn) => ({
           ...turn,
-          state: step(turnMachine, { state: turn.state, context: { turnId: turn.id, step: turn.steps.length, waitingInputs: waitingInput(turn).length, replacements: 0 } }).state,
+          state: name(turnMachine, { state: turn.state, context: { turnId: turn.id, step: turn.steps.length, waitingInputs: waitingInput(turn).length, replacements: 0 } }),
         }));
         break;
       case 'part':
         next = mapTurn(next, findTurnOfPart(next, delivery.id), (turn) =>
           mapPart(turn, delivery.id, (part) => ({
             ...part,
-            state: step(partMachine, { state: part.state, context: { partId: part.id, kind: part.kind } }).state,
+            state: name(partMachine, { state: part.state, context: { partId: part.id, kind: part.kind } }),
           })),
         );
         break;
@@ -175,7 +182,7 @@ function advanceStates(view: ThreadView, deliveries: Delivery[], given: SteppedS
         next = mapTurn(next, findTurnOfApproval(next, delivery.id), (turn) =>
           mapApproval(turn, delivery.id, (approval) => ({
             ...approval,
-            state: step(approvalMachine, { state: approval.state, context: { approvalId: approval.id } }).state,
+            state: name(approvalMachine, { state: approval.state, context: { approvalId: approval.id } }),
           })),
         );
         break;
