@@ -25,9 +25,26 @@ export const FIRST_ATTEMPT_MS = 1_000;
 /** How long the next attempt may wait: double the last, within what is left of the caller's deadline. */
 export const nextAttemptMs = (attempt: number, leftMs: number): number => Math.max(1, Math.min(leftMs, FIRST_ATTEMPT_MS * 2 ** attempt));
 
-/** Which engine last answered for each thread. */
+/** Which engine last answered for each thread, and whether answers come from a cluster at all. */
 export class EngineAddresses {
   private readonly byThread = new Map<string, string>();
+  /** What the last answer said of who answers: a cluster's engines name themselves, a single engine does not. */
+  private answeredBy: 'nobody yet' | 'one engine' | 'a cluster' = 'nobody yet';
+
+  /**
+   * Whether silence may be an engine lost among others, worth asking
+   * another: not once a single engine answered, where asking again only
+   * sends the same request to the same busy engine (under load, a second
+   * copy of every write that took over a second, which made it slower still).
+   */
+  get othersMayAnswer(): boolean {
+    return this.answeredBy !== 'one engine';
+  }
+
+  /** Any answer: whether it came from a cluster's engine. */
+  heard(headers: Readonly<Record<string, string>>): void {
+    this.answeredBy = headers[ENGINE_HEADER] === undefined ? 'one engine' : 'a cluster';
+  }
 
   of(threadId: string | undefined): string | undefined {
     if (threadId === undefined) return undefined;
@@ -118,11 +135,13 @@ export async function askEngines(bus: Bus, request: EngineRequest): Promise<BusM
   let lastFailure: unknown;
   for (let attempt = 0; ; ) {
     let timer: NodeJS.Timeout | undefined;
+    const retried = request.retried && addresses.othersMayAnswer;
     // Past the deadline, the attempts still out are about to fail by their own timeouts: waited for in short steps.
-    const window = left() <= 0 ? 50 : request.retried ? nextAttemptMs(attempt, left()) : left();
+    const window = left() <= 0 ? 50 : retried ? nextAttemptMs(attempt, left()) : left();
     const outcome = pending.size === 0 ? 'window' : await Promise.race([...pending, new Promise<'window'>((resolve) => (timer = setTimeout(() => resolve('window'), window)))]);
     clearTimeout(timer);
     if (outcome !== 'window' && outcome.kind === 'reply') {
+      addresses.heard(outcome.reply.headers);
       const unavailable = request.unavailable(outcome.reply);
       if (!unavailable) {
         addresses.learn(request.learnFrom?.(outcome.reply) ?? threadId, outcome.reply.headers);
@@ -136,7 +155,7 @@ export async function askEngines(bus: Bus, request: EngineRequest): Promise<BusM
       addresses.forget(threadId);
       lastFailure = outcome.error;
       // Addressed to one engine, any failure sends it through the shared subjects; there, only silence is worth another try.
-      const again = request.retried && (outcome.engineId !== undefined || (outcome.error instanceof BusError && outcome.error.kind === 'timeout'));
+      const again = retried && (outcome.engineId !== undefined || (outcome.error instanceof BusError && outcome.error.kind === 'timeout'));
       if (!again && pending.size === 0) throw outcome.error;
       if (!again || pending.size > 0) continue;
     }

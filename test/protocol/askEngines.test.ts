@@ -50,6 +50,26 @@ describe('askEngines: the engine that answered last, and another after silence',
     expect(seen).toEqual(['shared', 'e1', 'e1', 'shared']);
   });
 
+  it('asks a single engine once: once one answered without naming itself, a slow answer is waited for, not asked for again', async () => {
+    const hub = new InProcessHub();
+    const bus = hub.connect();
+    let asked = 0;
+    hub.connect().subscribe(shared, (message) => {
+      asked += 1;
+      // A single engine's answer carries no engine header; the second request it gets is answered after 2.5 s, two windows' worth.
+      const reply = () => bus.publish(message.reply!, encode({ result: `answer ${asked}` }, JSON_TYPE), { headers: { 'content-type': JSON_TYPE } });
+      if (asked === 1) reply();
+      else setTimeout(reply, 2_500);
+    });
+    const addresses = new EngineAddresses();
+    expect(addresses.othersMayAnswer).toBe(true);
+    expect(decode((await ask(bus, addresses)).data, JSON_TYPE)).toEqual({ result: 'answer 1' });
+    expect(addresses.othersMayAnswer).toBe(false);
+    expect(decode((await ask(bus, addresses)).data, JSON_TYPE)).toEqual({ result: 'answer 2' });
+    // Asked again after 1 s and 3 s of silence, it would have had three copies of the request.
+    expect(asked).toBe(2);
+  });
+
   it('takes the first attempt’s answer when it comes after the second was sent: a slow engine is never cut off', async () => {
     const hub = new InProcessHub();
     const bus = hub.connect();
