@@ -1,12 +1,12 @@
 #!/usr/bin/env node
-// Runs the compiled JavaScript in dist/ (built by `npm ci` through `prepare`),
+// Runs the bundled JavaScript in dist/bin/ (built by `npm ci` through `prepare`),
 // unless a source file is newer than that build: then the TypeScript sources
 // run directly through tsx, so an edited checkout never runs stale code.
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
-const built = `${root}dist/cli/main.js`;
+const built = `${root}dist/bin/turnloom.js`;
 const sourceDirs = ['domain', 'machines', 'protocol', 'lib', 'services', 'adapters', 'bus', 'client', 'inspector', 'cli'];
 
 function newestSource(dir) {
