@@ -46,6 +46,17 @@ const commitIdPattern = /^[0-9a-f]{4,64}$/i;
 /** Plain unified text whatever the user's diff config: no colour, external diff tools or textconv filters. */
 const plainDiff = ['--literal-pathspecs', 'diff', '--no-color', '--no-ext-diff', '--no-textconv', '--find-renames'];
 
+/**
+ * What `git rev-parse` answers to each of `questions`, in one process; a
+ * path holding a newline makes the answers ambiguous, and is then asked
+ * about one question at a time.
+ */
+async function revParse(git: Git, questions: string[][]): Promise<string[]> {
+  const lines = (await git(['rev-parse', ...questions.flat()])).split('\n');
+  if (lines.length === questions.length + 1 && lines.at(-1) === '') return lines.slice(0, -1);
+  return Promise.all(questions.map(async (question) => (await git(['rev-parse', ...question])).replace(/\n$/, '')));
+}
+
 /** Snapshots of a work tree as commits under hidden refs, taken and restored without touching index, HEAD, branches or stash. */
 export class Checkpoints implements WorkspaceCheckpoints {
   private constructor(
@@ -66,15 +77,18 @@ export class Checkpoints implements WorkspaceCheckpoints {
 
   /** null when `dir` is not inside a git work tree (or git is missing). */
   static async open(dir: string, options: CheckpointsOptions = {}): Promise<Checkpoints | null> {
-    const root = await Checkpoints.topLevel(dir);
+    // One config read and one rev-parse: a run's first model call waits for them, and each process costs the caller a fork.
+    const found = await gitFor({ cwd: dir })
+      .then((git) => revParse(git, [['--show-toplevel'], ['--absolute-git-dir'], ['--git-path', 'index']]))
+      .catch(() => null);
+    if (found === null) return null;
+    const [root, gitDir, index] = found as [string, string, string];
     // A repository whose config (core.worktree) puts its work tree somewhere else is not this folder's: elsewhere, or
     // above it (`../..` made /tmp the work tree, and git then failed there): a work tree has its own `.git` (a folder, or a linked worktree's file).
-    if (root === null || !contains(root, realpathSync(dir)) || !existsSync(join(root, '.git'))) return null;
-    const gitDir = (await runGit({ cwd: root }, ['rev-parse', '--absolute-git-dir'])).trim();
+    if (!contains(root, realpathSync(dir)) || !existsSync(join(root, '.git'))) return null;
     const place = { cwd: root, repository: { gitDir, workTree: root } };
-    // Linked worktrees keep their index under the main repository's git dir.
-    const indexPath = resolve(root, (await runGit(place, ['rev-parse', '--git-path', 'index'])).trim());
-    return new Checkpoints(root, place, indexPath, (options.exclude ?? []).map((folder) => resolve(folder)));
+    // Linked worktrees keep their index under the main repository's git dir; the path is the call's folder's.
+    return new Checkpoints(root, place, resolve(dir, index), (options.exclude ?? []).map((folder) => resolve(folder)));
   }
 
   async capture(threadId: string, turnId: string, which: Which): Promise<CheckpointRef> {

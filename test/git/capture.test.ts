@@ -125,4 +125,19 @@ describe('Checkpoints.open', () => {
     const checkpoints = await Checkpoints.open(join(made.path, 'deep', 'er'));
     expect(checkpoints?.root).toBe(made.path);
   });
+
+  it('opens a repository whose path holds a newline, from a subdirectory, and captures it', async () => {
+    // rev-parse answers one line per question: a newline in a path must not shift one answer into the next.
+    const made = repo(false);
+    const odd = join(made.path, 'two\nlines ');
+    mkdirSync(join(odd, 'sub'), { recursive: true });
+    made.git('init', '-q', odd);
+    writeFileSync(join(odd, 'sub', 'a.txt'), 'a\n');
+    const checkpoints = (await Checkpoints.open(join(odd, 'sub')))!;
+    expect(checkpoints.root).toBe(odd);
+    const ref = await checkpoints.capture('thread', 'turn', 'before');
+    expect(made.git('-C', odd, 'show', `${ref.commit}:sub/a.txt`)).toBe('a\n');
+    // The user's index (there is none yet) was not written: capture stages into a temporary one beside it.
+    expect(existsSync(join(odd, '.git', 'index'))).toBe(false);
+  });
 });
