@@ -32,6 +32,9 @@ await build({
   // What bundled CommonJS packages `require` (node built-ins) needs a `require` in an ES module.
   banner: { js: "import { createRequire as __turnloomRequire } from 'node:module'; const require = __turnloomRequire(import.meta.url);" },
   logLevel: 'warning',
+  // Whitespace and syntax only: names stay, so a stack trace still reads; 7.4 MB instead of 8.4, and less to read and compile at each start.
+  minifyWhitespace: true,
+  minifySyntax: true,
 });
 
 // The inspector's page is read from beside the module that serves it, which is now a chunk here.
