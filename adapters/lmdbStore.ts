@@ -25,8 +25,10 @@ export class DataFolderLocked extends TurnloomError {
  * The layout this code writes; a folder of an older one is converted once,
  * on open. 1: a queued turn's input lives only in the log (the thread row
  * keeps a small entry), and input steered into a turn is a piece of it.
+ * 2: no `summaries` database: a thread's summary is derived from its row,
+ * which every commit writes anyway (one B-tree fewer a commit).
  */
-const LAYOUT = 1;
+const LAYOUT = 2;
 
 /** A queue entry as thread rows held it before layout 1: with its whole input. */
 type LegacyQueuedTurn = Omit<QueuedTurnView, 'seq' | 'preview' | 'bytes'> & { input: { text: string } };
@@ -57,7 +59,6 @@ type ThreadReceiptKey = string | [threadId: string, at: number, commandId: strin
  * | `threads`   | threadId                | ThreadHead (read model row; queued turns as small entries, their inputs are in `log`) |
  * | `turns`     | [threadId, turnId]      | TurnView without its large fields (read model row) |
  * | `turnPieces` | [threadId, turnId, ownerId, field, offset] | a text piece, a tool input/output or a steered input (see `turnRows.ts`) |
- * | `summaries` | threadId                | ThreadSummary (for listing)    |
  * | `openTurns` | threadId                | turnId (what repair looks at)  |
  * | `openReverts` | threadId              | revertId (a revert under way: repair ends it after a crash) |
  * | `receiptAges` | [at, commandId]       | 1 (receipts oldest first, for expiry) |
@@ -76,7 +77,6 @@ export class LmdbStore implements ReplicaStore {
   private readonly threads: Database<ThreadHead, string>;
   private readonly turns: Database<TurnView, [string, string]>;
   private readonly turnPieces: Database<unknown, [string, string, ...PieceKey]>;
-  private readonly summaries: Database<ThreadSummary, string>;
   private readonly openTurnIndex: Database<string, string>;
   private readonly openRevertIndex: Database<string, string>;
   private readonly receiptAges: Database<1, [number, string]>;
@@ -101,7 +101,6 @@ export class LmdbStore implements ReplicaStore {
     this.threads = this.env.openDB({ name: 'threads' });
     this.turns = this.env.openDB({ name: 'turns' });
     this.turnPieces = this.env.openDB({ name: 'turnPieces' });
-    this.summaries = this.env.openDB({ name: 'summaries' });
     this.openTurnIndex = this.env.openDB({ name: 'openTurns' });
     this.openRevertIndex = this.env.openDB({ name: 'openReverts' });
     this.receiptAges = this.env.openDB({ name: 'receiptAges' });
@@ -138,6 +137,8 @@ export class LmdbStore implements ReplicaStore {
         // Its pieces hold all of it but the steered texts, which were in the row.
         this.putTurn(key[0], { ...turn, inbox: turn.inbox.map((item) => ({ ...item, text: '' })) }, turn);
       }
+      const summaries = this.env.openDB({ name: 'summaries' });
+      for (const key of summaries.getKeys({})) summaries.remove(key);
       this.meta.put('layout', LAYOUT);
     });
   }
@@ -171,9 +172,9 @@ export class LmdbStore implements ReplicaStore {
   private indexThreadOrder(): void {
     if ((this.threadOrder.getStats() as { entryCount: number }).entryCount > 0) return;
     this.env.transactionSync(() => {
-      for (const { key: threadId, value: summary } of this.summaries.getRange({})) {
+      for (const { key: threadId, value: head } of this.threads.getRange({})) {
         const seq = this.threadLog.get([threadId, 1]);
-        if (seq !== undefined) this.indexThread(seq, threadId, summary.owner ?? null);
+        if (seq !== undefined) this.indexThread(seq, threadId, head.owner ?? null);
       }
     });
   }
@@ -301,14 +302,15 @@ export class LmdbStore implements ReplicaStore {
             .getRange({ reverse: true, start: [owner ?? '', before === null ? Number.MAX_SAFE_INTEGER : before - 1], end: [owner ?? '', -1] })
             .map(({ key, value }) => ({ position: key[1], threadId: value }));
     for (const { position, threadId } of entries) {
-      const summary = this.summaries.get(threadId);
-      if (summary) yield { position, summary: { ...summary, queuedTurns: summary.queuedTurns ?? 0 } };
+      const summary = this.readSummary(threadId);
+      if (summary) yield { position, summary };
     }
   }
 
   readSummary(threadId: string): ThreadSummary | undefined {
-    const summary = this.summaries.get(threadId);
-    return summary && { ...summary, queuedTurns: summary.queuedTurns ?? 0 };
+    const row = this.threads.get(threadId);
+    // Its header (a reference here) is not part of a summary. Rows written before threads had a queue lack one.
+    return row && summarize({ ...row, queue: row.queue ?? [], turns: {} });
   }
 
   openTurns(): Array<{ threadId: string; turnId: string }> {
@@ -367,10 +369,13 @@ export class LmdbStore implements ReplicaStore {
         throw new TurnloomError('conflict', `write ${batch.receipt.writeSeq} under ${batch.receipt.commandId} comes after write ${lastWrite.writeSeq}`);
       }
       let seq = batch.firstSeq === undefined ? this.lastSeq() : batch.firstSeq - 1;
+      // Past the last key, LMDB can fill each page whole instead of splitting it in half; a copy's positions (a cluster's
+      // shards, copied apart) can come out of order, so only sequences this store gives out are appended.
+      const appended = batch.firstSeq === undefined;
       const events: StoredEvent[] = batch.events.map(({ threadSeq, event }) => {
         seq += 1;
         const storedEvent: StoredEvent = { seq, threadId: batch.threadId, threadSeq, commandId: batch.commandId, at: batch.at, event };
-        this.log.put(seq, this.headers.eventRow(storedEvent));
+        this.log.putSync(seq, this.headers.eventRow(storedEvent), { append: appended });
         this.threadLog.put([batch.threadId, threadSeq], seq);
         return storedEvent;
       });
@@ -378,11 +383,17 @@ export class LmdbStore implements ReplicaStore {
       this.threads.put(batch.threadId, this.headers.headRow(batch.head));
       const grown = grownText(batch.events);
       for (const { previous, turn } of batch.turns) this.putTurn(batch.threadId, previous ?? undefined, turn, grown);
-      this.summaries.put(batch.threadId, summarize({ ...batch.head, turns: {} }));
-      if (batch.head.openTurnId) this.openTurnIndex.put(batch.threadId, batch.head.openTurnId);
-      else this.openTurnIndex.remove(batch.threadId);
-      if (batch.head.revert) this.openRevertIndex.put(batch.threadId, batch.head.revert.revertId);
-      else this.openRevertIndex.remove(batch.threadId);
+      // The indexes are written only when they change: each B-tree a commit touches is pages more to write and sync.
+      const openTurnId = batch.head.openTurnId ?? null;
+      if (openTurnId !== (head?.openTurnId ?? null)) {
+        if (openTurnId) this.openTurnIndex.put(batch.threadId, openTurnId);
+        else this.openTurnIndex.remove(batch.threadId);
+      }
+      const revertId = batch.head.revert?.revertId ?? null;
+      if (revertId !== (head?.revert?.revertId ?? null)) {
+        if (revertId) this.openRevertIndex.put(batch.threadId, revertId);
+        else this.openRevertIndex.remove(batch.threadId);
+      }
       if (batch.snapshot) this.snapshots.put(batch.threadId, batch.snapshot);
       this.putReceipt(batch.receipt);
       return events;

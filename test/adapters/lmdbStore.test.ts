@@ -1,3 +1,4 @@
+import { open } from 'lmdb';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { LmdbStore } from '../../adapters/lmdbStore.ts';
 import type { CommitBatch, DomainEvent } from '../../domain/index.ts';
@@ -49,6 +50,52 @@ describe('LMDB store', () => {
     expect(store.openTurns()).toEqual([{ threadId: 'a', turnId: 't1' }]);
     expect([...store.threadsNewestFirst(null)].map(({ summary }) => summary).map(({ id, turnCount }) => [id, turnCount])).toEqual([['b', 0], ['a', 1]]);
     expect(store.readReceipt('c1')).toMatchObject({ outcome: 'accepted', fromThreadSeq: 1, toThreadSeq: 2 });
+  });
+
+  it('keeps the open-turn index with the thread row, written only where it changes, across a reopen', async () => {
+    await store.commit(batchFor('a', 'c1', [created]));
+    expect(store.openTurns()).toEqual([]);
+    const opened = batchFor('a', 'c2', [created, requested]);
+    await store.commit({ ...opened, expectedThreadSeq: 1, events: opened.events.slice(1) });
+    expect(store.openTurns()).toEqual([{ threadId: 'a', turnId: 't1' }]);
+    // The turn stays open through a write that does not touch the index.
+    const staying = batchFor('a', 'c3', [created, requested]);
+    await store.commit({ ...staying, expectedThreadSeq: 2, events: [{ threadSeq: 3, event: requested }], head: { ...staying.head, seq: 3 } });
+    await store.close();
+    store = LmdbStore.open(dir.path);
+    expect(store.openTurns()).toEqual([{ threadId: 'a', turnId: 't1' }]);
+    const closed = batchFor('a', 'c4', [created]);
+    await store.commit({ ...closed, expectedThreadSeq: 3, events: [{ threadSeq: 4, event: requested }], head: { ...closed.head, seq: 4, openTurnId: null } });
+    expect(store.openTurns()).toEqual([]);
+    expect(store.readSummary('a')).toMatchObject({ id: 'a', seq: 4, openTurnId: null, queuedTurns: 0 });
+  });
+
+  it('appends the sequences it gives out, and takes a copy’s positions in any order', async () => {
+    await store.commit({ ...batchFor('a', 'c1', [created]), firstSeq: 10 });
+    await store.commit({ ...batchFor('b', 'c2', [created]), firstSeq: 4 });
+    const [next] = await store.commit(batchFor('c', 'c3', [created]));
+    expect(next!.seq).toBe(11);
+    expect(store.readLog(0, 10).map(({ seq, threadId }) => [seq, threadId])).toEqual([[4, 'b'], [10, 'a'], [11, 'c']]);
+  });
+
+  it('lists a folder of layout 1 from its thread rows, and empties the summaries that layout kept', async () => {
+    await store.commit(batchFor('a', 'c1', [created]));
+    await store.close();
+    // Layout 1 kept a summary row per thread beside the thread's row; a stale one must not be what a listing shows.
+    const env = open({ path: dir.path, maxDbs: 32 });
+    await env.transaction(() => {
+      env.openDB({ name: 'summaries' }).put('a', { id: 'a', title: 'stale', seq: 0 });
+      env.openDB({ name: 'meta' }).put('layout', 1);
+    });
+    await env.close();
+    store = LmdbStore.open(dir.path);
+    expect([...store.threadsNewestFirst(null)].map(({ summary }) => [summary.id, summary.title, summary.seq])).toEqual([['a', 'x', 1]]);
+    await store.close();
+    const converted = open({ path: dir.path, maxDbs: 32, readOnly: true });
+    const left = { summaries: converted.openDB({ name: 'summaries' }).getCount(), layout: converted.openDB({ name: 'meta' }).get('layout') };
+    await converted.close();
+    expect(left).toEqual({ summaries: 0, layout: 2 });
+    store = LmdbStore.open(dir.path);
   });
 
   it('writes all of a batch or none of it', async () => {
