@@ -5,13 +5,12 @@ import { NatsBus } from '../bus/natsBus.ts';
 import type { ClusterNode } from '../services/cluster/index.ts';
 import type { ConfiguredWorker } from './workerSetup.ts';
 import { cliLogger, logArgOptions, logSettings } from './cliLogger.ts';
-import { type AuthConfig, authConfigSchema } from '../services/api/auth.ts';
+import type { AuthConfig } from '../services/api/auth.ts';
 import { EngineClaim } from '../services/api/engineClaim.ts';
 import type { TurnloomServer } from '../services/turnloomServer.ts';
 import { VERSION } from '../domain/version.ts';
 import type { InspectorRelay } from '../inspector/index.ts';
 import { UsageError, integerOption, parseOptions, positiveOption } from './cliErrors.ts';
-import { readJsonFile } from './readJsonFile.ts';
 import { type NatsSettings, checkInboxPrefix, checkPrefix, natsArgOptions, connectNats, natsSettings, refuseSecretFlags } from './natsOptions.ts';
 import { registerSecret } from './redact.ts';
 import { untilSignal } from './untilSignal.ts';
@@ -21,7 +20,9 @@ import { MIN_MAX_PAYLOAD, serveUsage } from './commandUsage.ts';
 
 const authFileHint = 'an auth file ({"tokens":{"<token>":{"principal":"alice","scopes":["read"]}}})';
 
-function readAuthFile(path: string): AuthConfig {
+/** Loads its schema (and the JSON reader's) only when there is a file: without one, NATS is connected to before either. */
+async function readAuthFile(path: string): Promise<AuthConfig> {
+  const [{ readJsonFile }, { authConfigSchema }] = await Promise.all([import('./readJsonFile.ts'), import('../services/api/auth.ts')]);
   return readJsonFile('--auth', path, authConfigSchema, {
     expected: authFileHint,
     // The tokens are the keys: keep them out of every message, including the schema's complaint about one.
@@ -112,7 +113,7 @@ export async function serveCommand(args: string[]): Promise<number> {
   if (token) registerSecret(token);
   const prefix = checkPrefix('serve', values.prefix!);
   const inboxPrefix = checkInboxPrefix('serve', values['inbox-prefix']);
-  const auth = values.auth !== undefined ? readAuthFile(values.auth) : null;
+  const auth = values.auth !== undefined ? await readAuthFile(values.auth) : null;
   let nats: NatsSettings | null = null;
   if (values.nats !== undefined) {
     nats = natsSettings(values.nats, { user: values['nats-user'], credsFile: values['nats-creds'], env: process.env });
