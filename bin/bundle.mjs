@@ -32,8 +32,8 @@ await build({
   // What bundled CommonJS packages `require` (node built-ins) needs a `require` in an ES module.
   banner: { js: "import { createRequire as __turnloomRequire } from 'node:module'; const require = __turnloomRequire(import.meta.url);" },
   logLevel: 'warning',
-  // Whitespace and syntax only: names stay, so a stack trace still reads (`node --enable-source-maps` maps it to the sources,
-  // at ~80 ms a start, so not by default); 7.4 MB instead of 8.4, and less to read and compile at each start.
+  // Whitespace and syntax only: names stay, so a stack trace still reads (in a checkout, `node --enable-source-maps` maps it
+  // to the sources, at ~80 ms a start, so not by default; a package leaves the maps out); less to read and compile at each start.
   minifyWhitespace: true,
   minifySyntax: true,
 });
