@@ -112,6 +112,7 @@ export class LmdbStore implements ReplicaStore {
     this.owner = currentProcess();
     this.group = new GroupCommit(this.env);
     try {
+      this.refuseNewerLayout(path);
       this.lock(path);
     } catch (error) {
       void this.env.close();
@@ -121,6 +122,18 @@ export class LmdbStore implements ReplicaStore {
     this.indexReceiptsByThread();
     this.splitLegacyTurns();
     this.upgradeLayout();
+  }
+
+  /**
+   * A folder a newer turnloom converted is left as it is: this code would
+   * neither read what that layout moved nor keep what it keeps (before
+   * layout 2, for one, a listing read summaries that layout 2 no longer has).
+   */
+  private refuseNewerLayout(path: string): void {
+    const layout = (this.meta.get('layout') as Meta['layout'] | undefined) ?? 0;
+    if (layout > LAYOUT) {
+      throw new TurnloomError('conflict', `data folder ${path} was written by a newer turnloom (layout ${layout}; this one reads up to ${LAYOUT}): upgrade turnloom, or use another data folder`, { path, layout, readable: LAYOUT });
+    }
   }
 
   /** Converts a folder of an older layout in one transaction, so a crash halfway leaves it as it was. */

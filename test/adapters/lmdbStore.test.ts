@@ -98,6 +98,24 @@ describe('LMDB store', () => {
     store = LmdbStore.open(dir.path);
   });
 
+  it('refuses a folder of a newer layout, saying so, and leaves it as it was', async () => {
+    await store.commit(batchFor('a', 'c1', [created]));
+    await store.close();
+    const env = open({ path: dir.path, maxDbs: 32 });
+    await env.openDB({ name: 'meta' }).put('layout', 99);
+    await env.close();
+    expect(() => LmdbStore.open(dir.path)).toThrow(/written by a newer turnloom \(layout 99; this one reads up to \d+\): upgrade turnloom/);
+    const after = open({ path: dir.path, maxDbs: 32, readOnly: true });
+    const left = { layout: after.openDB({ name: 'meta' }).get('layout'), owner: after.openDB({ name: 'meta' }).get('owner') ?? null };
+    await after.close();
+    expect(left).toEqual({ layout: 99, owner: null });
+    const env2 = open({ path: dir.path, maxDbs: 32 });
+    await env2.openDB({ name: 'meta' }).put('layout', 2);
+    await env2.close();
+    store = LmdbStore.open(dir.path);
+    expect(store.readSummary('a')).toMatchObject({ id: 'a' });
+  });
+
   it('writes all of a batch or none of it', async () => {
     await store.commit(batchFor('a', 'c1', [created]));
     // A turn row that cannot be encoded fails after the events were put: nothing may remain.
