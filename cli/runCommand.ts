@@ -61,8 +61,8 @@ export async function runCommand(args: string[]): Promise<number> {
   if (values.thread !== undefined && values.continue) throw new UsageError('run: pass --continue (the thread that ran last) or --thread ID, not both');
   const contextWindow = integerOption('run', 'context-window', values['context-window'], { min: 1_000, unit: 'tokens' }) ?? null;
 
-  const dataDir = await dataFolderFor(values.cwd!, values.data);
-  const workspace = await workspaceSetup('run', '--cwd', values.cwd!, dataDir);
+  const { path: dataDir, location } = await dataFolderFor(values.cwd!, values.data);
+  const workspace = await workspaceSetup('run', '--cwd', values.cwd!, dataDir, [], location);
   const loaded = commandConfig(workspace.workspace);
   const { files } = loaded;
   const { config, notes: serverNotes } = await withProjectServers(loaded, terminalQuestion());

@@ -132,9 +132,9 @@ export async function serveCommand(args: string[]): Promise<number> {
   const prepared = await (async () => {
     const parts = await loading;
     const { dataFolderFor, workspaceSetup, commandConfig, providersFromEnvironment, withProjectServers } = parts;
-    const dataDir = await dataFolderFor(values.workspace ?? '.', values.data);
+    const { path: dataDir, location } = await dataFolderFor(values.workspace ?? '.', values.data);
     const secretFiles = [values.auth, values['nats-creds']].filter((file) => file !== undefined);
-    const workspace = values['no-worker'] ? null : await workspaceSetup('serve', '--workspace', values.workspace ?? '.', dataDir, secretFiles);
+    const workspace = values['no-worker'] ? null : await workspaceSetup('serve', '--workspace', values.workspace ?? '.', dataDir, secretFiles, location);
     // An engine alone serves no workspace, so only the user file speaks for it.
     const loaded = commandConfig(workspace?.workspace ?? null);
     const { files } = loaded;

@@ -1,6 +1,6 @@
 import { statSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { Checkpoints } from '../adapters/git/index.ts';
+import { Checkpoints, type RepositoryLocation } from '../adapters/git/index.ts';
 import type { ToolExecutor } from '../domain/index.ts';
 import type { CheckpointSetting } from '../services/worker/index.ts';
 import { openWorkspace } from '../services/worker/openWorkspace.ts';
@@ -10,11 +10,14 @@ import { dataHome, defaultDataFolder } from './dataHome.ts';
 /**
  * The data folder a command on this workspace uses: `--data` when given,
  * else the default one of the workspace's project (its git repository's top
- * folder, or the folder itself).
+ * folder, or the folder itself). `location` is where the repository was
+ * found, when it had to be looked for: `workspaceSetup` takes it, so git is
+ * asked once.
  */
-export async function dataFolderFor(dir: string, given: string | undefined): Promise<string> {
-  if (given !== undefined) return resolve(given);
-  return defaultDataFolder((await Checkpoints.topLevel(resolve(dir))) ?? resolve(dir));
+export async function dataFolderFor(dir: string, given: string | undefined): Promise<{ path: string; location?: RepositoryLocation | null }> {
+  if (given !== undefined) return { path: resolve(given) };
+  const location = await Checkpoints.locate(resolve(dir));
+  return { path: defaultDataFolder(location?.root ?? resolve(dir)), location };
 }
 
 export interface WorkspaceSetup {
@@ -43,11 +46,11 @@ const isolationWarning = (reason: string): string =>
  * home (the threads of every workspace) and `secretFiles` (an auth file,
  * NATS credentials) empty, when they run isolated.
  */
-export async function workspaceSetup(command: string, option: string, dir: string, dataDir: string | null, secretFiles: readonly string[] = []): Promise<WorkspaceSetup> {
+export async function workspaceSetup(command: string, option: string, dir: string, dataDir: string | null, secretFiles: readonly string[] = [], location?: RepositoryLocation | null): Promise<WorkspaceSetup> {
   const workspace = resolve(dir);
   if (!statSync(workspace, { throwIfNoEntry: false })?.isDirectory()) throw new UsageError(`${command}: ${option} ${workspace} is not a folder`);
   const hidden = [dataHome(), ...(dataDir === null ? [] : [dataDir]), ...secretFiles];
-  const opened = await openWorkspace(workspace, { exclude: dataDir === null ? [] : [dataDir], hide: hidden });
+  const opened = await openWorkspace(workspace, { exclude: dataDir === null ? [] : [dataDir], hide: hidden, ...(location !== undefined ? { location } : {}) });
   const checkpointsOn = 'store' in opened.checkpoints;
   return {
     workspace,

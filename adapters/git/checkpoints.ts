@@ -27,6 +27,19 @@ export interface DiffOptions {
 export interface CheckpointsOptions {
   /** Absolute folders never captured nor restored, besides every data folder found by its marker (the process's own `--data`, say). */
   exclude?: readonly string[];
+  /** Where the folder's repository is, when `Checkpoints.locate` already asked git (`null`: in none); otherwise git is asked. */
+  location?: RepositoryLocation | null;
+}
+
+/** Where a folder's repository is, as git answers from that folder (its work tree's own checks are `open`'s). */
+export interface RepositoryLocation {
+  /** The folder asked from, resolved. */
+  dir: string;
+  /** The work tree's top folder. */
+  root: string;
+  gitDir: string;
+  /** The index git uses there (a linked worktree's is under the main repository's git dir). */
+  indexPath: string;
 }
 
 /** A list of changed files longer than this is no longer read by anyone; the totals still count every file. */
@@ -68,27 +81,35 @@ export class Checkpoints implements WorkspaceCheckpoints {
 
   /** The top folder of the git work tree `dir` is in; `null` when it is in none (or git is missing). */
   static async topLevel(dir: string): Promise<string | null> {
-    try {
-      return (await runGit({ cwd: dir }, ['rev-parse', '--show-toplevel'])).trim();
-    } catch {
-      return null;
-    }
+    return (await Checkpoints.locate(dir))?.root ?? null;
   }
 
-  /** null when `dir` is not inside a git work tree (or git is missing). */
-  static async open(dir: string, options: CheckpointsOptions = {}): Promise<Checkpoints | null> {
-    // One config read and one rev-parse: a run's first model call waits for them, and each process costs the caller a fork.
+  /**
+   * Where `dir`'s repository is; `null` when it is in none (or git is
+   * missing). One config read and one rev-parse: a run's first model call
+   * waits for them, and each process costs the caller a fork.
+   */
+  static async locate(dir: string): Promise<RepositoryLocation | null> {
     const found = await gitFor({ cwd: dir })
       .then((git) => revParse(git, [['--show-toplevel'], ['--absolute-git-dir'], ['--git-path', 'index']]))
       .catch(() => null);
     if (found === null) return null;
     const [root, gitDir, index] = found as [string, string, string];
+    // The index path is relative to the folder asked from.
+    return { dir: resolve(dir), root, gitDir, indexPath: resolve(dir, index) };
+  }
+
+  /** null when `dir` is not inside a git work tree (or git is missing). */
+  static async open(dir: string, options: CheckpointsOptions = {}): Promise<Checkpoints | null> {
+    const given = options.location;
+    const location = given !== undefined && (given === null || given.dir === resolve(dir)) ? given : await Checkpoints.locate(dir);
+    if (location === null) return null;
+    const { root, gitDir, indexPath } = location;
     // A repository whose config (core.worktree) puts its work tree somewhere else is not this folder's: elsewhere, or
     // above it (`../..` made /tmp the work tree, and git then failed there): a work tree has its own `.git` (a folder, or a linked worktree's file).
     if (!contains(root, realpathSync(dir)) || !existsSync(join(root, '.git'))) return null;
     const place = { cwd: root, repository: { gitDir, workTree: root } };
-    // Linked worktrees keep their index under the main repository's git dir; the path is the call's folder's.
-    return new Checkpoints(root, place, resolve(dir, index), (options.exclude ?? []).map((folder) => resolve(folder)));
+    return new Checkpoints(root, place, indexPath, (options.exclude ?? []).map((folder) => resolve(folder)));
   }
 
   async capture(threadId: string, turnId: string, which: Which): Promise<CheckpointRef> {

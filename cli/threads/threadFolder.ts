@@ -34,7 +34,7 @@ export interface ThreadFolder {
  */
 export async function threadFolderPath(command: string, cwd: string, data: string | undefined): Promise<string | null> {
   if (!statSync(resolve(cwd), { throwIfNoEntry: false })?.isDirectory()) throw new UsageError(`${command}: --cwd ${resolve(cwd)} is not a folder`);
-  const dataDir = await dataFolderFor(cwd, data);
+  const { path: dataDir } = await dataFolderFor(cwd, data);
   if (data === undefined) return existsSync(dataDir) ? dataDir : null;
   if (!statSync(dataDir, { throwIfNoEntry: false })?.isDirectory()) throw new UsageError(`${command}: --data ${dataDir}: no such folder`);
   if (!isDataFolderMarker(join(dataDir, DATA_FOLDER_MARKER))) throw new UsageError(`${command}: --data ${dataDir} is not a turnloom data folder (it has no ${DATA_FOLDER_MARKER} file)`);

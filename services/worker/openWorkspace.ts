@@ -1,5 +1,5 @@
 import { resolve } from 'node:path';
-import { Checkpoints } from '../../adapters/git/index.ts';
+import { Checkpoints, type RepositoryLocation } from '../../adapters/git/index.ts';
 import { WorkspaceTools } from '../../adapters/tools/index.ts';
 import type { ToolExecutor } from '../../domain/index.ts';
 import type { CheckpointSetting } from './turnWork.ts';
@@ -9,6 +9,8 @@ export interface WorkspaceOptions {
   exclude?: readonly string[];
   /** Folders and files commands see empty, when they run isolated (turnloom's data, secret files). */
   hide?: readonly string[];
+  /** Where its repository is, when the caller already asked (`Checkpoints.locate`): git is not asked again. */
+  location?: RepositoryLocation | null;
 }
 
 export interface Workspace {
@@ -31,7 +33,7 @@ export async function openWorkspace(dir: string, options: WorkspaceOptions = {})
   const root = resolve(dir);
   const tools = new WorkspaceTools({ root, hiddenPaths: (options.hide ?? []).map((path) => resolve(path)) });
   // Side by side: both are a few processes waited for (git's, the confinement's probe), and a run's first model call waits for them.
-  const [store, isolation] = await Promise.all([Checkpoints.open(root, { exclude: [...(options.exclude ?? [])] }), tools.isolation()]);
+  const [store, isolation] = await Promise.all([Checkpoints.open(root, { exclude: [...(options.exclude ?? [])], ...(options.location !== undefined ? { location: options.location } : {}) }), tools.isolation()]);
   return {
     root,
     project: store?.root ?? root,

@@ -126,6 +126,18 @@ describe('Checkpoints.open', () => {
     expect(checkpoints?.root).toBe(made.path);
   });
 
+  it('takes the location the caller found (git asked once), and one found for another folder is asked again', async () => {
+    const made = repo();
+    const other = repo();
+    mkdirSync(join(made.path, 'sub'));
+    const location = (await Checkpoints.locate(join(made.path, 'sub')))!;
+    expect(location).toMatchObject({ dir: join(made.path, 'sub'), root: made.path, indexPath: join(made.path, '.git', 'index') });
+    // Told it is in no repository, it does not look: the caller's answer stands.
+    expect(await Checkpoints.open(made.path, { location: null })).toBeNull();
+    expect((await Checkpoints.open(join(made.path, 'sub'), { location }))?.root).toBe(made.path);
+    expect((await Checkpoints.open(other.path, { location }))?.root).toBe(other.path);
+  });
+
   it('opens a repository whose path holds a newline, from a subdirectory, and captures it', async () => {
     // rev-parse answers one line per question: a newline in a path must not shift one answer into the next.
     const made = repo(false);
