@@ -150,8 +150,10 @@ export class LmdbStore implements ReplicaStore {
         // Its pieces hold all of it but the steered texts, which were in the row.
         this.putTurn(key[0], { ...turn, inbox: turn.inbox.map((item) => ({ ...item, text: '' })) }, turn);
       }
-      const summaries = this.env.openDB({ name: 'summaries' });
-      for (const key of summaries.getKeys({})) summaries.remove(key);
+      // Layout 1's summaries go; a folder that never had them is not given an empty database for them (`create: false`: none).
+      // (lmdb-js reads `create`, its types do not list it.)
+      const summaries = this.env.openDB({ name: 'summaries', create: false } as { name: string }) as Database | undefined;
+      if (summaries) for (const key of summaries.getKeys({})) summaries.remove(key);
       this.meta.put('layout', LAYOUT);
     });
   }

@@ -98,6 +98,17 @@ describe('LMDB store', () => {
     store = LmdbStore.open(dir.path);
   });
 
+  it('gives a new folder no summaries database', async () => {
+    await store.commit(batchFor('a', 'c1', [created]));
+    await store.close();
+    const env = open({ path: dir.path, maxDbs: 32, readOnly: true });
+    const databases = [...env.getKeys({})];
+    await env.close();
+    expect(databases).toContain('threads');
+    expect(databases).not.toContain('summaries');
+    store = LmdbStore.open(dir.path);
+  });
+
   it('refuses a folder of a newer layout, saying so, and leaves it as it was', async () => {
     await store.commit(batchFor('a', 'c1', [created]));
     await store.close();
