@@ -411,8 +411,7 @@ export class Engine {
     thread.actors.adopt(draft.stagedActors());
     thread.view = view;
     if (snapshotDue) thread.snapshotSeq = view.seq;
-    thread.lastUsed = this.now();
-    this.loaded.set(draft.threadId, thread);
+    this.touch(draft.threadId, thread);
     this.evictOverflow();
     return stored;
   }
@@ -466,7 +465,7 @@ export class Engine {
   private load(threadId: string): LoadedThread | undefined {
     const cached = this.loaded.get(threadId);
     if (cached) {
-      cached.lastUsed = this.now();
+      this.touch(threadId, cached);
       return cached;
     }
     const view = this.store.readView(threadId);
@@ -481,7 +480,7 @@ export class Engine {
       after = events[events.length - 1]!.threadSeq;
     }
     const thread: LoadedThread = { actors, view, snapshotSeq: usable?.threadSeq ?? 0, lastUsed: this.now() };
-    this.loaded.set(threadId, thread);
+    this.touch(threadId, thread);
     this.evictOverflow();
     return thread;
   }
@@ -573,10 +572,21 @@ export class Engine {
     for (const [threadId, thread] of this.loaded) if (thread.lastUsed < cutoff) this.passivate(threadId);
   }
 
+  /**
+   * Marks the thread used now. `loaded` is kept in order of last use, least
+   * recent first (a Map iterates in insertion order), so making room takes
+   * threads from its front instead of sorting every loaded thread on every
+   * command once the cap is reached.
+   */
+  private touch(threadId: string, thread: LoadedThread): void {
+    thread.lastUsed = this.now();
+    this.loaded.delete(threadId);
+    this.loaded.set(threadId, thread);
+  }
+
   private evictOverflow(): void {
-    if (this.loaded.size <= this.maxLoaded) return;
-    const byAge = [...this.loaded].sort(([, a], [, b]) => a.lastUsed - b.lastUsed);
-    for (const [threadId] of byAge) {
+    // A thread with commands queued stays (`passivate` refuses it): the next least recently used goes instead.
+    for (const threadId of this.loaded.keys()) {
       if (this.loaded.size <= this.maxLoaded) break;
       this.passivate(threadId);
     }

@@ -198,6 +198,19 @@ describe('engine: virtual actors', () => {
     expect((await fx.engine.submit(startTurn('a', 't2'))).toThreadSeq).toBe(2);
   });
 
+  it('makes room by passivating the least recently used thread, whatever the clock says', async () => {
+    // A clock that does not move: recency is the order of use, not a timestamp two commands can share.
+    await fx.restart({ now: () => 1_000, maxLoadedThreads: 2 });
+    for (const id of ['a', 'b']) await fx.engine.submit(createThread(id));
+    await fx.engine.submit(startTurn('a', 't1'));
+    await fx.engine.submit(createThread('c'));
+    expect(['a', 'b', 'c'].filter((id) => fx.engine.isLoaded(id))).toEqual(['a', 'c']);
+    await fx.engine.getThread('b');
+    expect(fx.engine.isLoaded('b')).toBe(false);
+    await fx.engine.submit(startTurn('b', 't2'));
+    expect(['a', 'b', 'c'].filter((id) => fx.engine.isLoaded(id))).toEqual(['b', 'c']);
+  });
+
   it('restores the same live states after passivation, and discards a snapshot of other machines', async () => {
     const t = turnEvents('t1');
     await fx.engine.submit(createThread('th1'));
