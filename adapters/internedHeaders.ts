@@ -1,5 +1,5 @@
 import type { Database } from 'lmdb';
-import type { RequestHeader, StoredEvent, ThreadHead } from '../domain/index.ts';
+import type { DomainEvent, RequestHeader, ThreadHead } from '../domain/index.ts';
 
 /**
  * A request header (the rendered system prompt and the tools, a few KB) is
@@ -46,15 +46,13 @@ export class InternedHeaders {
     return { ...row, header: { ...this.resolve(row.header), seq: row.header.seq } };
   }
 
-  eventRow(stored: StoredEvent): StoredEvent {
-    const { event } = stored;
-    if (event.type !== 'request.header') return stored;
-    return { ...stored, event: { ...event, header: this.intern(event.header) as unknown as RequestHeader } };
+  eventRow(event: DomainEvent): DomainEvent {
+    if (event.type !== 'request.header') return event;
+    return { ...event, header: this.intern(event.header) as unknown as RequestHeader };
   }
 
-  event(row: StoredEvent): StoredEvent {
-    const { event } = row;
-    if (event.type !== 'request.header' || !isRef(event.header)) return row;
-    return { ...row, event: { ...event, header: this.resolve(event.header) } };
+  event(row: DomainEvent): DomainEvent {
+    if (row.type !== 'request.header' || !isRef(row.header)) return row;
+    return { ...row, header: this.resolve(row.header) };
   }
 }

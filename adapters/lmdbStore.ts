@@ -1,5 +1,5 @@
 import { type Database, type RootDatabase, open } from 'lmdb';
-import { type ActorSnapshotRecord, type CommitBatch, type ListedThread, type QueuedTurnView, type Receipt, type ReplicaMark, type ReplicaStore, type RequestHeader, type StoredEvent, type ThreadHead, type ThreadSummary, type ThreadView, type TurnView, TurnloomError, queuedTurnView, summarize } from '../domain/index.ts';
+import { type ActorSnapshotRecord, type CommitBatch, type DomainEvent, type ListedThread, type QueuedTurnView, type Receipt, type ReplicaMark, type ReplicaStore, type RequestHeader, type StoredEvent, type ThreadHead, type ThreadSummary, type ThreadView, type TurnView, TurnloomError, queuedTurnView, summarize } from '../domain/index.ts';
 import { prepareDataFolder } from './dataFolder.ts';
 import { GroupCommit } from './groupCommit.ts';
 import { InternedHeaders } from './internedHeaders.ts';
@@ -27,8 +27,31 @@ export class DataFolderLocked extends TurnloomError {
  * keeps a small entry), and input steered into a turn is a piece of it.
  * 2: no `summaries` database: a thread's summary is derived from its row,
  * which every commit writes anyway (one B-tree fewer a commit).
+ * 3: the log keeps a command's events as one value (`LoggedCommand`), and
+ * `threadLog` one entry a command; both keyed by the command's last event,
+ * so the first key at or past an event's is the command holding it. What
+ * layout 2 wrote, one value and one entry an event, reads as commands of
+ * one event each, so the upgrade converts nothing.
  */
-const LAYOUT = 2;
+const LAYOUT = 3;
+
+/**
+ * A command's events as the log keeps them from layout 3 on, under the
+ * sequence of its last event: the envelope once, not once an event. Its
+ * events' sequences and thread sequences are contiguous (`commit` holds
+ * that), so each event's place follows from the key and `threadSeq`.
+ */
+interface LoggedCommand {
+  threadId: string;
+  /** The thread sequence of the first event. */
+  threadSeq: number;
+  commandId: string;
+  at: number;
+  events: DomainEvent[];
+}
+
+/** A value of `log`: a command, or (written before layout 3) one event with its place. */
+type LogValue = LoggedCommand | StoredEvent;
 
 /** A queue entry as thread rows held it before layout 1: with its whole input. */
 type LegacyQueuedTurn = Omit<QueuedTurnView, 'seq' | 'preview' | 'bytes'> & { input: { text: string } };
@@ -52,8 +75,8 @@ type ThreadReceiptKey = string | [threadId: string, at: number, commandId: strin
  *
  * | database    | key                     | value                          |
  * |-------------|-------------------------|--------------------------------|
- * | `log`       | seq                     | StoredEvent (the append-only log) |
- * | `threadLog` | [threadId, threadSeq]   | seq (each thread's index)      |
+ * | `log`       | seq of a command's last event | LoggedCommand (the append-only log; before layout 3, a StoredEvent under each event's seq) |
+ * | `threadLog` | [threadId, threadSeq of a command's last event] | that event's seq (each thread's index, an entry a command) |
  * | `receipts`  | commandId (a lease's writes: one id per lease) | Receipt (at most the engine's bound per thread, for a day) |
  * | `snapshots` | threadId                | ActorSnapshotRecord            |
  * | `threads`   | threadId                | ThreadHead (read model row; queued turns as small entries, their inputs are in `log`) |
@@ -70,7 +93,7 @@ type ThreadReceiptKey = string | [threadId: string, at: number, commandId: strin
  */
 export class LmdbStore implements ReplicaStore {
   private readonly env: RootDatabase;
-  private readonly log: Database<StoredEvent, number>;
+  private readonly log: Database<LogValue, number>;
   private readonly threadLog: Database<number, [string, number]>;
   private readonly receipts: Database<Receipt, string>;
   private readonly snapshots: Database<ActorSnapshotRecord, string>;
@@ -138,24 +161,30 @@ export class LmdbStore implements ReplicaStore {
 
   /** Converts a folder of an older layout in one transaction, so a crash halfway leaves it as it was. */
   private upgradeLayout(): void {
-    if (((this.meta.get('layout') as Meta['layout'] | undefined) ?? 0) >= LAYOUT) return;
+    const layout = (this.meta.get('layout') as Meta['layout'] | undefined) ?? 0;
+    if (layout >= LAYOUT) return;
     this.env.transactionSync(() => {
-      for (const { key: threadId, value: head } of this.threads.getRange({})) {
-        const queue = (head.queue ?? []) as Array<QueuedTurnView | LegacyQueuedTurn>;
-        if (queue.some((entry) => 'input' in entry)) this.threads.put(threadId, { ...head, queue: this.queueFromLog(threadId, queue) });
-      }
-      for (const { key, value: row } of this.turns.getRange({})) {
-        if (!row.inbox?.some((item) => item.text !== '')) continue;
-        const turn = this.withPieces(key[0], row);
-        // Its pieces hold all of it but the steered texts, which were in the row.
-        this.putTurn(key[0], { ...turn, inbox: turn.inbox.map((item) => ({ ...item, text: '' })) }, turn);
-      }
-      // Layout 1's summaries go; a folder that never had them is not given an empty database for them (`create: false`: none).
-      // (lmdb-js reads `create`, its types do not list it.)
-      const summaries = this.env.openDB({ name: 'summaries', create: false } as { name: string }) as Database | undefined;
-      if (summaries) for (const key of summaries.getKeys({})) summaries.remove(key);
+      if (layout < 2) this.upgradeToLayout2();
       this.meta.put('layout', LAYOUT);
     });
+  }
+
+  /** Layout 1 (and before) to 2: queue entries and steered input out of the rows, and no summaries. */
+  private upgradeToLayout2(): void {
+    for (const { key: threadId, value: head } of this.threads.getRange({})) {
+      const queue = (head.queue ?? []) as Array<QueuedTurnView | LegacyQueuedTurn>;
+      if (queue.some((entry) => 'input' in entry)) this.threads.put(threadId, { ...head, queue: this.queueFromLog(threadId, queue) });
+    }
+    for (const { key, value: row } of this.turns.getRange({})) {
+      if (!row.inbox?.some((item) => item.text !== '')) continue;
+      const turn = this.withPieces(key[0], row);
+      // Its pieces hold all of it but the steered texts, which were in the row.
+      this.putTurn(key[0], { ...turn, inbox: turn.inbox.map((item) => ({ ...item, text: '' })) }, turn);
+    }
+    // Layout 1's summaries go; a folder that never had them is not given an empty database for them (`create: false`: none).
+    // (lmdb-js reads `create`, its types do not list it.)
+    const summaries = this.env.openDB({ name: 'summaries', create: false } as { name: string }) as Database | undefined;
+    if (summaries) for (const key of summaries.getKeys({})) summaries.remove(key);
   }
 
   /** Each queue entry of a thread row written before layout 1, rebuilt from the `turn.queued` in the log that queued it. */
@@ -188,8 +217,8 @@ export class LmdbStore implements ReplicaStore {
     if ((this.threadOrder.getStats() as { entryCount: number }).entryCount > 0) return;
     this.env.transactionSync(() => {
       for (const { key: threadId, value: head } of this.threads.getRange({})) {
-        const seq = this.threadLog.get([threadId, 1]);
-        if (seq !== undefined) this.indexThread(seq, threadId, head.owner ?? null);
+        const seq = this.firstEventSeq(threadId);
+        if (seq !== 0) this.indexThread(seq, threadId, head.owner ?? null);
       }
     });
   }
@@ -301,12 +330,36 @@ export class LmdbStore implements ReplicaStore {
   }
 
   readThreadEvents(threadId: string, after: number, limit: number): StoredEvent[] {
-    const seqs = [...this.threadLog.getRange({ start: [threadId, after + 1], end: [threadId, Number.MAX_SAFE_INTEGER], limit }).map(({ value }) => value)];
-    return seqs.map((seq) => this.headers.event(this.log.get(seq)!));
+    const events: StoredEvent[] = [];
+    if (limit <= 0) return events;
+    // The thread's first entry at or past `after + 1` is the command holding that event.
+    for (const { value: seq } of this.threadLog.getRange({ start: [threadId, after + 1], end: [threadId, Number.MAX_SAFE_INTEGER] })) {
+      for (const stored of this.eventsOf(seq, this.log.get(seq)!)) {
+        if (stored.threadSeq <= after) continue;
+        if (events.push(stored) === limit) return events;
+      }
+    }
+    return events;
   }
 
   readLog(after: number, limit: number): StoredEvent[] {
-    return [...this.log.getRange({ start: after + 1, limit }).map(({ value }) => this.headers.event(value))];
+    const events: StoredEvent[] = [];
+    if (limit <= 0) return events;
+    for (const { key, value } of this.log.getRange({ start: after + 1 })) {
+      for (const stored of this.eventsOf(key, value)) {
+        if (stored.seq <= after) continue;
+        if (events.push(stored) === limit) return events;
+      }
+    }
+    return events;
+  }
+
+  /** The events of the log value under `lastSeq`, each with its place. */
+  private eventsOf(lastSeq: number, value: LogValue): StoredEvent[] {
+    if (!('events' in value)) return [{ ...value, event: this.headers.event(value.event) }];
+    const { threadId, threadSeq, commandId, at } = value;
+    const first = lastSeq - value.events.length + 1;
+    return value.events.map((event, index) => ({ seq: first + index, threadId, threadSeq: threadSeq + index, commandId, at, event: this.headers.event(event) }));
   }
 
   *threadsNewestFirst(before: number | null, owner?: string | null): Iterable<ListedThread> {
@@ -364,7 +417,9 @@ export class LmdbStore implements ReplicaStore {
   }
 
   firstEventSeq(threadId: string): number {
-    return this.threadLog.get([threadId, 1]) ?? 0;
+    // The thread's first entry is its first command's, holding thread sequences 1 to the entry's key.
+    for (const { key, value } of this.threadLog.getRange({ start: [threadId, 1], end: [threadId, Number.MAX_SAFE_INTEGER], limit: 1 })) return value - key[1] + 1;
+    return 0;
   }
 
   openReverts(): Array<{ threadId: string; revertId: string }> {
@@ -384,16 +439,20 @@ export class LmdbStore implements ReplicaStore {
         throw new TurnloomError('conflict', `write ${batch.receipt.writeSeq} under ${batch.receipt.commandId} comes after write ${lastWrite.writeSeq}`);
       }
       let seq = batch.firstSeq === undefined ? this.lastSeq() : batch.firstSeq - 1;
-      // Past the last key, LMDB can fill each page whole instead of splitting it in half; a copy's positions (a cluster's
-      // shards, copied apart) can come out of order, so only sequences this store gives out are appended.
-      const appended = batch.firstSeq === undefined;
-      const events: StoredEvent[] = batch.events.map(({ threadSeq, event }) => {
+      const events: StoredEvent[] = batch.events.map(({ threadSeq, event }, index) => {
+        // A command's events are kept as one value, whose readers place each event by its index in it.
+        if (threadSeq !== currentSeq + 1 + index) throw new TurnloomError('internal', `thread ${batch.threadId}: command ${batch.commandId} writes thread sequence ${threadSeq} where ${currentSeq + 1 + index} is next`);
         seq += 1;
-        const storedEvent: StoredEvent = { seq, threadId: batch.threadId, threadSeq, commandId: batch.commandId, at: batch.at, event };
-        this.log.putSync(seq, this.headers.eventRow(storedEvent), { append: appended });
-        this.threadLog.put([batch.threadId, threadSeq], seq);
-        return storedEvent;
+        return { seq, threadId: batch.threadId, threadSeq, commandId: batch.commandId, at: batch.at, event };
       });
+      const last = events.at(-1);
+      if (last) {
+        const logged: LoggedCommand = { threadId: batch.threadId, threadSeq: currentSeq + 1, commandId: batch.commandId, at: batch.at, events: batch.events.map(({ event }) => this.headers.eventRow(event)) };
+        // Past the last key, LMDB can fill each page whole instead of splitting it in half; a copy's positions (a cluster's
+        // shards, copied apart) can come out of order, so only sequences this store gives out are appended.
+        this.log.putSync(last.seq, logged, { append: batch.firstSeq === undefined });
+        this.threadLog.put([batch.threadId, last.threadSeq], last.seq);
+      }
       if (batch.expectedThreadSeq === 0 && events[0]) this.indexThread(events[0].seq, batch.threadId, batch.head.owner);
       this.threads.put(batch.threadId, this.headers.headRow(batch.head));
       const grown = grownText(batch.events);

@@ -51,8 +51,8 @@ describe('request headers, stored once', () => {
     expect(await raw<RequestHeader>(dir.path, 'headers')).toEqual([{ key: 'd1', value: header }]);
     const heads = await raw<ThreadHead>(dir.path, 'threads');
     expect(heads.map(({ value }) => value.header)).toEqual([{ ref: 'd1', seq: 3 }, { ref: 'd1', seq: 3 }, { ref: 'd1', seq: 3 }]);
-    const logged = (await raw<{ event: DomainEvent }>(dir.path, 'log')).filter(({ value }) => value.event.type === 'request.header');
-    expect(logged.map(({ value }) => (value.event as { header: unknown }).header)).toEqual([{ ref: 'd1' }, { ref: 'd1' }, { ref: 'd1' }]);
+    const logged = (await raw<{ events: DomainEvent[] }>(dir.path, 'log')).flatMap(({ value }) => value.events).filter((event) => event.type === 'request.header');
+    expect(logged.map((event) => (event as { header: unknown }).header)).toEqual([{ ref: 'd1' }, { ref: 'd1' }, { ref: 'd1' }]);
 
     store = LmdbStore.open(dir.path);
     try {

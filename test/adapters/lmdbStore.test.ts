@@ -23,6 +23,12 @@ function batchFor(threadId: string, commandId: string, events: DomainEvent[], ex
   };
 }
 
+/** The command that takes thread `threadId` from `from` events of `all` to all of them. */
+function continued(threadId: string, commandId: string, all: DomainEvent[], from: number): CommitBatch {
+  const whole = batchFor(threadId, commandId, all);
+  return { ...whole, expectedThreadSeq: from, events: whole.events.slice(from) };
+}
+
 const created: DomainEvent = { type: 'thread.created', title: 'x', workspace: null, owner: null, environment: 'default', permissions: { mode: 'ask', rules: [] } };
 const requested: DomainEvent = { type: 'turn.requested', turnId: 't1', input: { text: 'hi' }, provider: { name: 'scripted', model: null }, mode: null };
 
@@ -94,7 +100,7 @@ describe('LMDB store', () => {
     const converted = open({ path: dir.path, maxDbs: 32, readOnly: true });
     const left = { summaries: converted.openDB({ name: 'summaries' }).getCount(), layout: converted.openDB({ name: 'meta' }).get('layout') };
     await converted.close();
-    expect(left).toEqual({ summaries: 0, layout: 2 });
+    expect(left).toEqual({ summaries: 0, layout: 3 });
     store = LmdbStore.open(dir.path);
   });
 
@@ -125,6 +131,65 @@ describe('LMDB store', () => {
     await env2.close();
     store = LmdbStore.open(dir.path);
     expect(store.readSummary('a')).toMatchObject({ id: 'a' });
+  });
+
+  it('keeps a command as one log value and one thread entry, and reads events from inside one at any limit', async () => {
+    const renamed = (n: number): DomainEvent => ({ type: 'thread.renamed', title: `t${n}` });
+    const a = [created, renamed(1), renamed(2), renamed(3), renamed(4)];
+    await store.commit(batchFor('a', 'c1', a.slice(0, 3)));
+    await store.commit(batchFor('b', 'c2', [created]));
+    await store.commit(continued('a', 'c3', a, 3));
+    const places = (events: Array<{ seq: number; threadSeq: number; commandId: string }>) => events.map(({ seq, threadSeq, commandId }) => [seq, threadSeq, commandId]);
+    expect(places(store.readLog(0, 100))).toEqual([[1, 1, 'c1'], [2, 2, 'c1'], [3, 3, 'c1'], [4, 1, 'c2'], [5, 4, 'c3'], [6, 5, 'c3']]);
+    expect(places(store.readLog(1, 2))).toEqual([[2, 2, 'c1'], [3, 3, 'c1']]);
+    expect(places(store.readLog(2, 3))).toEqual([[3, 3, 'c1'], [4, 1, 'c2'], [5, 4, 'c3']]);
+    expect(places(store.readThreadEvents('a', 1, 1))).toEqual([[2, 2, 'c1']]);
+    expect(places(store.readThreadEvents('a', 2, 2))).toEqual([[3, 3, 'c1'], [5, 4, 'c3']]);
+    expect(store.readThreadEvents('a', 4, 10).map(({ event }) => event)).toEqual([renamed(4)]);
+    expect(store.readThreadEvents('a', 5, 10)).toEqual([]);
+    expect(store.readView('a')!.title).toBe('t4');
+    expect([store.lastSeq(), store.firstEventSeq('a'), store.lastEventSeq('a'), store.firstEventSeq('b'), store.lastEventSeq('b'), store.firstEventSeq('z')]).toEqual([6, 1, 6, 4, 4, 0]);
+    await store.close();
+    const env = open({ path: dir.path, maxDbs: 32, readOnly: true });
+    const rows = { log: [...env.openDB({ name: 'log' }).getKeys({})], threadLog: [...env.openDB({ name: 'threadLog' }).getKeys({})] };
+    await env.close();
+    expect(rows).toEqual({ log: [3, 4, 6], threadLog: [['a', 3], ['a', 5], ['b', 1]] });
+    store = LmdbStore.open(dir.path);
+  });
+
+  it('reads a log of layout 2, an event a value, and goes on with commands after it', async () => {
+    const all: DomainEvent[] = [created, requested, { type: 'thread.renamed', title: 'later' }];
+    await store.commit(batchFor('a', 'c1', all.slice(0, 2)));
+    await store.close();
+    // As layout 2 wrote the same command: a value and a thread entry for each event.
+    const env = open({ path: dir.path, maxDbs: 32 });
+    await env.transaction(() => {
+      const log = env.openDB<unknown, number>({ name: 'log' });
+      const threadLog = env.openDB<number, [string, number]>({ name: 'threadLog' });
+      log.remove(2);
+      threadLog.remove(['a', 2]);
+      for (const [index, event] of all.slice(0, 2).entries()) {
+        log.put(index + 1, { seq: index + 1, threadId: 'a', threadSeq: index + 1, commandId: 'c1', at: 1, event });
+        threadLog.put(['a', index + 1], index + 1);
+      }
+      env.openDB({ name: 'meta' }).put('layout', 2);
+    });
+    await env.close();
+    store = LmdbStore.open(dir.path);
+    expect(store.readThreadEvents('a', 1, 10).map(({ seq, event }) => [seq, event])).toEqual([[2, requested]]);
+    await store.commit(continued('a', 'c2', all, 2));
+    expect(store.readThreadEvents('a', 0, 10).map(({ seq, threadSeq, commandId }) => [seq, threadSeq, commandId])).toEqual([[1, 1, 'c1'], [2, 2, 'c1'], [3, 3, 'c2']]);
+    expect(store.readLog(1, 10).map(({ seq }) => seq)).toEqual([2, 3]);
+    expect([store.firstEventSeq('a'), store.lastEventSeq('a'), store.lastSeq()]).toEqual([1, 3, 3]);
+  });
+
+  it('refuses a command whose thread sequences do not follow the thread on, writing nothing', async () => {
+    const all: DomainEvent[] = [created, { type: 'thread.renamed', title: 'y' }, { type: 'thread.renamed', title: 'z' }];
+    await store.commit(batchFor('a', 'c1', [created]));
+    const gap = continued('a', 'c2', all, 1);
+    gap.events[1] = { ...gap.events[1]!, threadSeq: 4 };
+    await expect(store.commit(gap)).rejects.toMatchObject({ code: 'internal', message: expect.stringContaining('thread sequence 4 where 3 is next') });
+    expect([store.lastSeq(), store.readView('a')!.seq, store.readReceipt('c2')]).toEqual([1, 1, undefined]);
   });
 
   it('writes all of a batch or none of it', async () => {
