@@ -171,7 +171,7 @@ describe('queued input', () => {
     const converted = open({ path: fx.dir, maxDbs: 16, readOnly: true });
     const stored = { queue: converted.openDB<ThreadHead, string>({ name: 'threads' }).get('th')!.queue, layout: converted.openDB({ name: 'meta' }).get('layout') };
     await converted.close();
-    expect(stored).toEqual({ queue: view.queue, layout: 2 });
+    expect(stored).toEqual({ queue: view.queue, layout: 3 });
 
     await fx.restart();
     // Steered input the turn settled without goes first, then the queue in order, each with its whole text.
