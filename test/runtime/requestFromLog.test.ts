@@ -3,8 +3,9 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { toMessagesParams } from '../../adapters/providers/anthropicProvider.ts';
 import { OpenAiChatProvider } from '../../adapters/providers/openaiChatProvider.ts';
 import { type RecordedStreamServer, parseChunks, serveRecordedStream } from '../../adapters/providers/recordedStreamServer.ts';
-import { deriveMessages } from '../../services/runtime/deriveRequest.ts';
-import type { ProviderRequest, ToolExecutor } from '../../domain/index.ts';
+import { createHash } from 'node:crypto';
+import { deriveMessages, headerDigest, requestDigest } from '../../services/runtime/deriveRequest.ts';
+import type { ProviderMessage, ProviderRequest, ThreadView, ToolExecutor } from '../../domain/index.ts';
 import { type ApiFixture, openApiFixture } from '../support/apiFixture.ts';
 import { fixturesDir } from '../support/fixtureOracle.ts';
 import { type EngineFixture, createThread, openEngineFixture, record, startTurn, turnEvents } from '../support/engineFixture.ts';
@@ -138,6 +139,72 @@ describe('the request is derived from the log, and checked against it before it 
       ['assistant', ['thinking', 'tool_use', 'tool_use']],
       ['user', ['tool_result', 'tool_result']],
     ]);
+  });
+});
+
+describe('the request digest of a growing thread', () => {
+  const header = { provider: 'scripted', model: null, system: 'You are terse.', tools: [] };
+  /** The digest as defined: the header's digest, a newline and the whole conversation's JSON, hashed in one go. */
+  const whole = (messages: readonly ProviderMessage[]) => createHash('sha256').update(`${headerDigest(header)}\n${JSON.stringify(messages)}`).digest('hex').slice(0, 32);
+
+  it('carries on from the last step’s hashing and still equals hashing the whole conversation, whatever came before', async () => {
+    engineFx = await openEngineFixture();
+    const { engine } = engineFx;
+    await engine.submit(createThread('th'));
+    const views: ThreadView[] = [];
+    for (const n of [1, 2, 3, 4]) {
+      const t = turnEvents(`t${n}`);
+      await engine.submit(startTurn('th', `t${n}`, `question ${n}`));
+      await engine.submit(
+        record('th', `t${n}`, [
+          ...(n === 1 ? [t.sessionStarted()] : []),
+          t.started(),
+          t.step(1),
+          ...t.toolCall(`p${n}`, 1, `c${n}`, { path: `f${n}` }),
+          ...t.toolsStarted(1, [`c${n}`]),
+          t.executing(`p${n}`, `c${n}`),
+          t.result(`p${n}`, `c${n}`, `contents of f${n}`),
+          t.stepFinished(1, 'toolCalls'),
+          t.step(2),
+          ...t.text(`a${n}`, 2, `answer `, `${n}`),
+          t.responded(2, 'stop'),
+          t.stepFinished(2),
+          { type: 'turn.completed', turnId: `t${n}`, stopReason: 'stop' },
+        ]),
+      );
+      views.push(await engine.getThread('th'));
+      const messages = deriveMessages(views.at(-1)!);
+      // Asked twice, as the engine's check and then its write ask: the same answer.
+      expect([requestDigest(header, messages), requestDigest(header, messages)]).toEqual([whole(messages), whole(messages)]);
+    }
+    // A turn still open: its row changes with every event, its messages are made anew, and the settled turns before it are carried on from.
+    const t5 = turnEvents('t5');
+    await engine.submit(startTurn('th', 't5', 'question 5'));
+    for (const events of [[t5.started(), t5.step(1), ...t5.toolCall('p5', 1, 'c5', { path: 'f5' }), ...t5.toolsStarted(1, ['c5'])], [t5.executing('p5', 'c5'), t5.result('p5', 'c5', 'contents of f5')], [t5.stepFinished(1, 'toolCalls'), t5.step(2)]]) {
+      await engine.submit(record('th', 't5', events));
+      const open = deriveMessages(await engine.getThread('th'));
+      expect(requestDigest(header, open)).toBe(whole(open));
+    }
+    expect(deriveMessages(await engine.getThread('th'))).toHaveLength(19);
+    const last = views.at(-1)!;
+    // A turn the engine kept in memory is the same row from one step to the next: its messages are the same frozen objects.
+    expect(deriveMessages(views[1]!)[0]).toBe(deriveMessages(last)[0]);
+    const messages = deriveMessages(last);
+    expect(messages).toHaveLength(16);
+    expect(() => {
+      (messages[0] as { text: string }).text = 'edited in place';
+    }).toThrow(TypeError);
+    expect(() => (messages[1] as { parts: Array<{ input: Record<string, unknown> }> }).parts[0]!.input.path = 'elsewhere').toThrow(TypeError);
+    // The view's own tool input is a copy's source, not frozen with it.
+    expect(Object.isFrozen(last.turns.t1!.messages[1].parts[0]!.tool!.input)).toBe(false);
+    // Shorter, not a prefix (a turn reverted in the middle), copies a hook made, another header: each as if hashed whole.
+    const shorter = deriveMessages({ ...last, turnIds: last.turnIds.slice(0, 2) });
+    const reverted = deriveMessages({ ...last, turns: { ...last.turns, t2: { ...last.turns.t2!, revertedAt: 99 } } });
+    const copies = messages.map((message) => ({ ...message }));
+    for (const conversation of [shorter, reverted, copies, messages]) expect(requestDigest(header, conversation)).toBe(whole(conversation));
+    expect(reverted).toHaveLength(12);
+    const other = { ...header, system: 'You are verbose.' };
+    expect(requestDigest(other, messages)).toBe(createHash('sha256').update(`${headerDigest(other)}\n${JSON.stringify(messages)}`).digest('hex').slice(0, 32));
   });
 });
 
