@@ -37,6 +37,15 @@ export interface ThreadWatchOptions {
   via?: 'api' | 'subjects';
   /** Where a listener that threw or a garbled message is reported (default: nowhere). */
   log?: Logger;
+  /**
+   * A view of the whole thread (from its first turn) that this caller folded
+   * before, such as a worker's of the thread's previous turn. The watch
+   * folds the log on from its sequence instead of loading the thread's head
+   * and older turns again; where the log does not continue it (it ends
+   * before the view's sequence) or is more than 1,000 events past it, the
+   * view is not used and the watch loads the thread as without it.
+   */
+  from?: ThreadView;
 }
 
 type LiveListener = (delta: LiveDelta) => void;
@@ -76,6 +85,7 @@ const createWatchStore = () =>
         olderCursor,
         view: withOlderTurns(context.view!, turns.filter((turn) => !context.view!.turns[turn.id]).reverse()),
       }),
+      seeded: (context, { view }: { view: ThreadView }) => ({ ...context, view, olderCursor: null, seq: view.seq }),
       eventApplied: (context, { event }: { event: StoredEvent }) => ({ ...context, view: project(context.view!, event), seq: event.threadSeq }),
       duplicateDropped: (context) => ({ ...context, duplicates: context.duplicates + 1 }),
       statusChanged: (context, { status }: { status: ThreadWatchContext['status'] }) => ({ ...context, status }),
@@ -112,6 +122,7 @@ export class ThreadWatch {
   private lastStatus: BusStatus = 'connected';
   private readonly via: 'api' | 'subjects';
   private readonly log: Logger;
+  private readonly from: ThreadView | undefined;
   private readonly liveListeners = new Set<LiveListener>();
   private liveSubscription: BusSubscription | undefined;
   private watchId: string | undefined;
@@ -124,6 +135,7 @@ export class ThreadWatch {
     this.pollMs = options.pollMs ?? 10_000;
     this.via = options.via ?? 'api';
     this.log = options.log ?? silentLogger;
+    this.from = options.from;
   }
 
   get context(): ThreadWatchContext {
@@ -153,7 +165,8 @@ export class ThreadWatch {
       }
       this.lastStatus = status;
     });
-    await this.loadSnapshot();
+    if (this.from) await this.foldOnFrom(this.from);
+    else await this.loadSnapshot();
     this.ready = true;
     this.store.trigger.statusChanged({ status: 'live' });
     this.poller = setInterval(() => {
@@ -286,6 +299,15 @@ export class ThreadWatch {
       window = { thread: await this.foldWholeLog(), olderCursor: null };
     }
     if (window.thread.seq >= this.context.seq) this.store.trigger.snapshotLoaded({ view: window.thread, olderCursor: window.olderCursor });
+  }
+
+  /** Starts from a view of the whole thread folded before, and folds the log on from it (see `ThreadWatchOptions.from`). */
+  private async foldOnFrom(view: ThreadView): Promise<void> {
+    const page = await this.client.call('thread.events', { threadId: this.threadId, after: view.seq });
+    if (page.lastSeq < view.seq || page.lastSeq - view.seq > MAX_CATCH_UP) return this.loadSnapshot();
+    this.store.trigger.seeded({ view });
+    for (const event of page.events) this.apply(event);
+    if (this.context.seq < page.lastSeq) await this.catchUp();
   }
 
   /** Brings the next page of older turns into the view; resolves with how many came (0 at the first turn). */

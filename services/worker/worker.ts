@@ -4,8 +4,8 @@ import { z } from 'zod';
 import { startTicksOf } from '../../adapters/processIdentity.ts';
 import { type FunctionTool, FunctionTools, combineTools, isFunctionTool } from '../../adapters/tools/index.ts';
 import { JSON_TYPE, type Subjects, decode, subjects as subjectsFor } from '../../bus/index.ts';
-import { ThreadWatch } from '../../protocol/threadWatch.ts';
-import { type AgentProfile, builtinAgents, type Bus, type BusError, DEFAULT_AGENT, type BusSubscription, DEFAULT_ENVIRONMENT, type Logger, type ProviderAdapter, errorFields, silentLogger, type ProviderChoice, type ToolExecutor, TurnloomError, type WorkspaceCheckpoints } from '../../domain/index.ts';
+import { ThreadWatch, type ThreadWatchContext } from '../../protocol/threadWatch.ts';
+import { type AgentProfile, builtinAgents, type Bus, type ThreadView, type BusError, DEFAULT_AGENT, type BusSubscription, DEFAULT_ENVIRONMENT, type Logger, type ProviderAdapter, errorFields, silentLogger, type ProviderChoice, type ToolExecutor, TurnloomError, type WorkspaceCheckpoints } from '../../domain/index.ts';
 import { snapshotContext } from './turnContext.ts';
 import { type HelloAnswer, type RevertAnswer, revertTaskSchema } from '../dispatch/workerProtocol.ts';
 import { DEFAULT_MAX_PAYLOAD } from '../api/apiServer.ts';
@@ -76,6 +76,8 @@ interface Run {
 const offerSchema = z.object({ threadId: z.string().min(1).max(128), turnId: z.string().min(1).max(128) }).strict();
 const ownStartTicks = startTicksOf(process.pid);
 const runKey = (threadId: string, turnId: string) => `${threadId}/${turnId}`;
+/** How many threads' folds a worker keeps for their next turn (see `Worker.keepFold`). */
+const KEPT_FOLDS = 8;
 
 /**
  * A worker: it reaches the engine only through the bus. It says hello on a
@@ -93,6 +95,7 @@ export class Worker {
   private readonly subjects: Subjects;
   private readonly link: WorkerLink;
   private readonly runs = new Map<string, Run>();
+  private readonly folds = new Map<string, ThreadView>();
   /** Every turn's outbox listens to it while it waits to retry a write: one listener per running turn. */
   private readonly closing = unboundedController();
   private readonly loop: TurnLoopOptions;
@@ -277,7 +280,9 @@ export class Worker {
     }
     const proof = { workerId: this.workerId, threadId, turnId, token: run.token, key: secret };
     const outbox = new Outbox(this.link, proof, this.bounds, this.closing.signal);
-    const fold = new ThreadWatch(new LeasedThread(this.bus, this.subjects, this.link, proof), threadId, { pollMs: 2_000 });
+    const kept = this.folds.get(threadId);
+    this.folds.delete(threadId);
+    const fold = new ThreadWatch(new LeasedThread(this.bus, this.subjects, this.link, proof), threadId, { pollMs: 2_000, ...(kept ? { from: kept } : {}) });
     const signal = run.controller.signal;
     const stop = (reason: StopReason) => {
       if (!signal.aborted) run.controller.abort(reason);
@@ -338,7 +343,23 @@ export class Worker {
       clearInterval(guard);
       live.close();
       unwatch();
+      this.keepFold(threadId, fold.context);
       fold.close();
+    }
+  }
+
+  /**
+   * Keeps a turn's fold of its whole thread for the thread's next turn here,
+   * which then folds only the events since (see `ThreadWatchOptions.from`)
+   * instead of loading every older turn again: a cost that grew with the
+   * thread. The few threads used last are kept, in order of use.
+   */
+  private keepFold(threadId: string, { view, olderCursor, status }: ThreadWatchContext): void {
+    if (!view || olderCursor !== null || status === 'failed') return;
+    this.folds.set(threadId, view);
+    for (const oldest of this.folds.keys()) {
+      if (this.folds.size <= KEPT_FOLDS) break;
+      this.folds.delete(oldest);
     }
   }
 

@@ -8,6 +8,8 @@ import { ScriptedProvider } from '../../adapters/providers/scriptedProvider.ts';
 import { type TurnloomServer, startTurnloomServer } from '../../services/turnloomServer.ts';
 import { WATCH_KIND_HEADER } from '../../protocol/apiResults.ts';
 import { ThreadWatches } from '../../services/api/threadWatches.ts';
+import type { ApiCaller } from '../../protocol/apiCaller.ts';
+import { ThreadWatch } from '../../protocol/threadWatch.ts';
 import { subjects } from '../../bus/index.ts';
 import { leaseByHand, startTurn } from '../support/engineFixture.ts';
 import { tempDir } from '../support/tempDir.ts';
@@ -56,6 +58,44 @@ describe('thread.watch', () => {
     await expect.poll(() => watch.context.view?.title).toBe('after the restart');
     expect(watch.context.view).toEqual((await client.call('thread.get', { threadId })).thread);
     watch.close();
+    await server.stop();
+  });
+
+  it('starts from a view folded before and folds on from its sequence, or loads the thread when the log does not continue it', async () => {
+    const server = await serve();
+    const client = new TurnloomClient(hub.connect());
+    const asked: string[] = [];
+    const counting: ApiCaller = {
+      bus: client.bus,
+      subjects: client.subjects,
+      call: (method, params) => {
+        asked.push(method);
+        return client.call(method, params);
+      },
+      notify: (method, params) => client.notify(method, params),
+    };
+    const { threadId } = await client.call('thread.create', { title: 'zero' });
+    await client.call('thread.rename', { threadId, title: 'one' });
+    const before = (await client.call('thread.get', { threadId })).thread;
+    await client.call('thread.rename', { threadId, title: 'two' });
+    await client.call('thread.rename', { threadId, title: 'three' });
+    const now = (await client.call('thread.get', { threadId })).thread;
+
+    const seeded = new ThreadWatch(counting, threadId, { from: before });
+    await seeded.start();
+    expect([seeded.context.view, seeded.context.seq, seeded.context.snapshots, seeded.context.olderCursor]).toEqual([now, now.seq, 0, null]);
+    expect(asked.filter((method) => method.startsWith('thread.') && method !== 'thread.watch')).toEqual(['thread.events']);
+    await client.call('thread.rename', { threadId, title: 'four' });
+    await expect.poll(() => seeded.context.view?.title).toBe('four');
+    seeded.close();
+
+    // A view past what the log holds (a copy that lost its tail) is not taken: the thread is loaded as without one.
+    asked.length = 0;
+    const ahead = new ThreadWatch(counting, threadId, { from: { ...before, seq: now.seq + 10, title: 'from elsewhere' } });
+    await ahead.start();
+    expect([ahead.context.view?.title, ahead.context.snapshots]).toEqual(['four', 1]);
+    expect(asked).toContain('thread.get');
+    ahead.close();
     await server.stop();
   });
 
