@@ -1,9 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import { type Bus, BusError, type BusMessage, type BusStatus, type BusSubscription, type Logger, type PublishOptions, type RequestOptions, type SubscribeOptions, errorFields, silentLogger } from '../domain/index.ts';
-import { assertSubject, subjectMatches } from './subjectRules.ts';
+import { assertSubject, isPattern, tokensMatch } from './subjectRules.ts';
 
 interface HubSubscription {
   subject: string;
+  /** When it subscribed, among the hub's: what a message matching several is delivered to them in. */
+  place: number;
   queue: string | undefined;
   handler: (message: BusMessage) => void;
   active: boolean;
@@ -17,7 +19,15 @@ const lowerKeys = (headers: Record<string, string> = {}) => Object.fromEntries(O
  * each NATS connection is one: several connections see each other's messages.
  */
 export class InProcessHub {
-  private readonly subscriptions = new Set<HubSubscription>();
+  /**
+   * Subscriptions to one subject, by that subject (most are: inboxes, a
+   * thread's events), so a message finds its own without being matched
+   * against every other; those with wildcards are matched one by one.
+   */
+  private readonly named = new Map<string, Set<HubSubscription>>();
+  /** Wildcard subscriptions, with their subjects split once. */
+  private readonly patterns = new Map<HubSubscription, string[]>();
+  private subscribed = 0;
   private readonly roundRobin = new Map<string, number>();
 
   /** `log`: where a subscriber's handler that throws is reported (default: nowhere). */
@@ -28,22 +38,37 @@ export class InProcessHub {
   }
 
   /** @internal */
-  add(subscription: HubSubscription): void {
-    this.subscriptions.add(subscription);
+  add(subject: string, queue: string | undefined, handler: (message: BusMessage) => void, owner: InProcessBus): HubSubscription {
+    const subscription: HubSubscription = { subject, place: this.subscribed++, queue, handler, active: true, owner };
+    if (isPattern(subject)) this.patterns.set(subscription, subject.split('.'));
+    else {
+      const same = this.named.get(subject);
+      if (same) same.add(subscription);
+      else this.named.set(subject, new Set([subscription]));
+    }
+    return subscription;
   }
 
   /** @internal */
   remove(subscription: HubSubscription): void {
     subscription.active = false;
-    this.subscriptions.delete(subscription);
+    if (!this.patterns.delete(subscription)) {
+      const same = this.named.get(subscription.subject);
+      same?.delete(subscription);
+      if (same?.size === 0) this.named.delete(subscription.subject);
+    }
   }
 
   /** @internal Delivers asynchronously, in publish order per subscription; returns how many receive it. */
   deliver(message: BusMessage): number {
+    const named = this.named.get(message.subject);
+    const matched = named ? [...named] : [];
+    const tokens = this.patterns.size > 0 ? message.subject.split('.') : [];
+    for (const [subscription, pattern] of this.patterns) if (tokensMatch(pattern, tokens)) matched.push(subscription);
+    if (named && matched.length > named.size) matched.sort((a, b) => a.place - b.place);
     const plain: HubSubscription[] = [];
     const groups = new Map<string, HubSubscription[]>();
-    for (const subscription of this.subscriptions) {
-      if (!subjectMatches(subscription.subject, message.subject)) continue;
+    for (const subscription of matched) {
       if (subscription.queue === undefined) plain.push(subscription);
       else groups.set(subscription.queue, [...(groups.get(subscription.queue) ?? []), subscription]);
     }
@@ -94,8 +119,7 @@ export class InProcessBus implements Bus {
   subscribe(subject: string, handler: (message: BusMessage) => void, options: SubscribeOptions = {}): BusSubscription {
     this.assertOpen(subject);
     assertSubject(subject, true);
-    const subscription: HubSubscription = { subject, queue: options.queue, handler, active: true, owner: this };
-    this.hub.add(subscription);
+    const subscription = this.hub.add(subject, options.queue, handler, this);
     this.mine.add(subscription);
     return {
       subject,

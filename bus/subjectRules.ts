@@ -13,12 +13,18 @@ export function assertSubject(subject: string, wildcards: boolean): void {
   if (!valid) throw new BusError('invalid_subject', `invalid subject "${subject}"`, subject);
 }
 
+/** Whether a (valid) subscription subject has wildcards, or names one subject. */
+export const isPattern = (subject: string): boolean => subject.includes('*') || subject.endsWith('>');
+
 /** Does a concrete subject match a subscription pattern? */
 export function subjectMatches(pattern: string, subject: string): boolean {
-  // Most subscriptions name one subject: no need to split either side (every message is matched against every subscription).
-  if (!pattern.includes('*') && !pattern.endsWith('>')) return pattern === subject;
-  const want = pattern.split('.');
-  const have = subject.split('.');
+  // Most subscriptions name one subject: no need to split either side.
+  if (!isPattern(pattern)) return pattern === subject;
+  return tokensMatch(pattern.split('.'), subject.split('.'));
+}
+
+/** `subjectMatches` on subjects split at their dots already (a pattern split once, a message's subject once for all patterns). */
+export function tokensMatch(want: readonly string[], have: readonly string[]): boolean {
   for (let i = 0; i < want.length; i++) {
     if (want[i] === '>') return have.length > i;
     if (i >= have.length) return false;
