@@ -17,7 +17,7 @@ export { BusError } from './bus.ts';
 export type { ProviderAdapter, ProviderRequest, ProviderMessage, AssistantPart, ToolSpec, ToolCall, ToolResult, ToolExecutor, ToolKind, ToolClass } from './providerAdapter.ts';
 export { ProviderError } from './providerAdapter.ts';
 export type { ProviderEvent, ProviderErrorInfo, ProviderErrorKind, StopReason } from './providerEvents.ts';
-export { wellFormed, wellFormedString } from './wellFormed.ts';
+export { MAX_COMMAND_NESTING, MAX_NESTING, wellFormed, wellFormedString } from './wellFormed.ts';
 export type { PermissionMode, PermissionDecision, PermissionRule, Permissions, PermissionCall } from './permissions.ts';
 export type { CommandLine } from './commandLine.ts';
 export { splitCommandLine } from './commandLine.ts';

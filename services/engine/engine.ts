@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { type DomainEvent, IllegalTransition, type Inspection, type Logger, errorFields, silentLogger, type ListedThread, type Receipt, type StoredEvent, type ThreadHead, type ThreadStore, type ThreadSummary, type ThreadView, type TurnView, TurnloomError, summarize, wellFormed } from '../../domain/index.ts';
+import { type DomainEvent, IllegalTransition, type Inspection, type Logger, errorFields, silentLogger, type ListedThread, type Receipt, type StoredEvent, type ThreadHead, type ThreadStore, type ThreadSummary, type ThreadView, type TurnView, TurnloomError, MAX_COMMAND_NESTING, summarize, wellFormed } from '../../domain/index.ts';
 import { type Command, type CommandResult, type Refusal, isSystemCommand, systemCommandId } from './commands.ts';
 import { decide } from './decide.ts';
 import { machinesVersion } from './machinesVersion.ts';
@@ -235,8 +235,13 @@ export class Engine {
    */
   submit(input: Command, options: SubmitOptions = {}): Promise<CommandResult> {
     if (this.closed) return Promise.reject(new TurnloomError('unavailable', 'engine is closed'));
-    // Whatever the source (API, provider, tool), nothing with a lone surrogate is stored.
-    const command = wellFormed(input);
+    // Whatever the source (API, provider, tool), nothing with a lone surrogate is stored, nor anything nested past what can be read back.
+    let command: Command;
+    try {
+      command = wellFormed(input, MAX_COMMAND_NESTING);
+    } catch (error) {
+      return Promise.reject(error);
+    }
     const pending = this.inflight.get(command.commandId);
     if (pending) {
       // The same id in flight shares the run, but a different payload under it is still a conflict.
@@ -376,7 +381,12 @@ export class Engine {
    */
   check(input: Command): Promise<CommandResult> {
     if (this.closed) return Promise.reject(new TurnloomError('unavailable', 'engine is closed'));
-    const command = wellFormed(input);
+    let command: Command;
+    try {
+      command = wellFormed(input, MAX_COMMAND_NESTING);
+    } catch (error) {
+      return Promise.reject(error);
+    }
     return this.withThreadLock(command.threadId, async () => {
       const thread = this.load(command.threadId);
       if (!thread) throw new TurnloomError('not_found', `thread ${command.threadId} not found`, { threadId: command.threadId });
