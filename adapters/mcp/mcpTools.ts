@@ -4,6 +4,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { HiddenPaths, isolationHere } from '../tools/commandSandbox.ts';
+import { unparsedArguments } from '../tools/unparsedArguments.ts';
 import { McpServerConnection, type McpServerStatus } from './mcpServerConnection.ts';
 import { answerText } from './toolContent.ts';
 import { offeredToolName } from './toolNames.ts';
@@ -41,13 +42,6 @@ interface OfferedTool {
   spec: ToolSpec;
   server: McpServerConnection;
   tool: string;
-}
-
-/** Providers hand over arguments that did not parse as `{ invalidJson: text }`. */
-function unparsedArguments(input: unknown): string | null {
-  if (typeof input !== 'object' || input === null) return null;
-  const text = (input as { invalidJson?: unknown }).invalidJson;
-  return Object.keys(input).length === 1 && typeof text === 'string' ? text : null;
 }
 
 /** The call's input as MCP arguments (an object), or why it is none. */
