@@ -130,9 +130,11 @@ const hashedByFirst = new WeakMap<ProviderMessage, HashedPrefix>();
  */
 function conversationDigest(prefix: string, messages: readonly ProviderMessage[]): string {
   const first = messages[0];
-  const kept = first && frozen.has(first) ? hashedByFirst.get(first) : undefined;
+  const last = first && frozen.has(first) ? hashedByFirst.get(first) : undefined;
+  // Only a state past the same prefix (the same header) can be carried on from.
+  const kept = last?.prefix === prefix ? last : undefined;
   let same = 0;
-  if (kept && kept.prefix === prefix) while (same < kept.messages.length && same < messages.length && kept.messages[same] === messages[same]) same++;
+  if (kept) while (same < kept.messages.length && same < messages.length && kept.messages[same] === messages[same]) same++;
   let from = 0;
   let hash: Hash;
   if (kept && same === kept.messages.length) [from, hash] = [same, kept.end.copy()];

@@ -186,6 +186,11 @@ describe('the request digest of a growing thread', () => {
       expect(requestDigest(header, open)).toBe(whole(open));
     }
     expect(deriveMessages(await engine.getThread('th'))).toHaveLength(19);
+    // The same messages under another header (the worker's check, then a header changed before the write): hashed from that header on.
+    const openOnly = deriveMessages({ ...(await engine.getThread('th')), turnIds: ['t5'] });
+    const another = { ...header, system: 'Another prompt.' };
+    const wholeUnder = (fields: typeof header, conversation: readonly ProviderMessage[]) => createHash('sha256').update(`${headerDigest(fields)}\n${JSON.stringify(conversation)}`).digest('hex').slice(0, 32);
+    expect([requestDigest(header, openOnly), requestDigest(another, openOnly), requestDigest(header, openOnly)]).toEqual([wholeUnder(header, openOnly), wholeUnder(another, openOnly), wholeUnder(header, openOnly)]);
     const last = views.at(-1)!;
     // A turn the engine kept in memory is the same row from one step to the next: its messages are the same frozen objects.
     expect(deriveMessages(views[1]!)[0]).toBe(deriveMessages(last)[0]);
