@@ -330,25 +330,22 @@ export class LmdbStore implements ReplicaStore {
   }
 
   readThreadEvents(threadId: string, after: number, limit: number): StoredEvent[] {
-    const events: StoredEvent[] = [];
-    if (limit <= 0) return events;
     // The thread's first entry at or past `after + 1` is the command holding that event.
-    for (const { value: seq } of this.threadLog.getRange({ start: [threadId, after + 1], end: [threadId, Number.MAX_SAFE_INTEGER] })) {
-      for (const stored of this.eventsOf(seq, this.log.get(seq)!)) {
-        if (stored.threadSeq <= after) continue;
-        if (events.push(stored) === limit) return events;
-      }
-    }
-    return events;
+    const commands = this.threadLog.getRange({ start: [threadId, after + 1], end: [threadId, Number.MAX_SAFE_INTEGER] }).map(({ value: seq }) => ({ key: seq, value: this.log.get(seq)! }));
+    return this.eventsPast(commands, (stored) => stored.threadSeq > after, limit);
   }
 
   readLog(after: number, limit: number): StoredEvent[] {
+    return this.eventsPast(this.log.getRange({ start: after + 1 }), (stored) => stored.seq > after, limit);
+  }
+
+  /** Up to `limit` events of `commands` (log values by their keys, in order), from the first that is `past` the reader's place on. */
+  private eventsPast(commands: Iterable<{ key: number; value: LogValue }>, past: (stored: StoredEvent) => boolean, limit: number): StoredEvent[] {
     const events: StoredEvent[] = [];
     if (limit <= 0) return events;
-    for (const { key, value } of this.log.getRange({ start: after + 1 })) {
+    for (const { key, value } of commands) {
       for (const stored of this.eventsOf(key, value)) {
-        if (stored.seq <= after) continue;
-        if (events.push(stored) === limit) return events;
+        if (past(stored) && events.push(stored) === limit) return events;
       }
     }
     return events;
